@@ -1,0 +1,22 @@
+// Every block is read exactly δ updates old (min(δ, k) at the start): the worst case the
+// bound of theory.md §3 allows, applied to every block at every step.
+#include "delays/delay_model.hpp"
+
+#include <algorithm>
+
+namespace stale {
+namespace {
+class ConstantDelay final : public DelayModel {
+ public:
+  explicit ConstantDelay(int64_t d) : d_(d) {}
+  std::string name() const override { return "constant"; }
+  int64_t bound() const override { return d_; }
+  int64_t delay(int64_t k, int) const override { return std::min(d_, k); }
+  double steady_state_mean() const override { return static_cast<double>(d_); }
+
+ private:
+  int64_t d_;
+};
+}  // namespace
+std::unique_ptr<DelayModel> make_constant_delay(int64_t d) { return std::make_unique<ConstantDelay>(d); }
+}  // namespace stale

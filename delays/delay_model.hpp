@@ -1,0 +1,45 @@
+#pragma once
+// Delay models (design.md "DelayModel"): for update k and block i, how many block updates
+// old the value of block i is that update k reads (theory.md §1: delay = k − j_k^(i)).
+//
+// Every model is a pure function of (seed, k, i) — a counter-based draw, not a sequential
+// stream — so a delay never depends on how often it was asked for, on logging, or on
+// threads, and a table can be re-derived for any k. Delays never exceed min(bound(), k).
+#include <cstdint>
+#include <climits>
+#include <memory>
+#include <string>
+
+namespace stale {
+
+class Config;
+
+class DelayModel {
+ public:
+  virtual ~DelayModel() = default;
+  virtual std::string name() const = 0;
+  // the largest delay the model can produce: sizes the version store, enters the bound as δ
+  virtual int64_t bound() const = 0;
+  virtual int64_t delay(int64_t k, int block) const = 0;
+  // expected delay once k ≥ bound (steady state), for reports
+  virtual double steady_state_mean() const = 0;
+  // number of updates the model has delays for (a replayed table ends; draws do not)
+  virtual int64_t horizon() const { return INT64_MAX; }
+};
+
+std::unique_ptr<DelayModel> make_zero_delay();
+std::unique_ptr<DelayModel> make_constant_delay(int64_t delta);
+// i.i.d. uniform on {0, …, min(δ, k)} per (k, block): the RPD authors' rule
+std::unique_ptr<DelayModel> make_uniform_delay(int64_t delta, uint64_t seed);
+// geometric P(D = j) ∝ (1 − p)^j p with p = 1/(1 + mean), truncated to {0, …, min(δ, k)}
+std::unique_ptr<DelayModel> make_geometric_delay(double mean, int64_t delta, uint64_t seed);
+// replay a K × S table (CSV rows, or /delays of a run or schedule .h5 file)
+std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages);
+
+// config → model; checks delay.* keys against the run (stages, updates)
+std::unique_ptr<DelayModel> make_delay_model(const Config& cfg, int stages, int64_t updates);
+
+// mean of the geometric law truncated to {0..cap} (exact, for tests and reports)
+double truncated_geometric_mean(double mean, int64_t cap);
+
+}  // namespace stale

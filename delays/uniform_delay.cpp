@@ -1,0 +1,31 @@
+// The RPD authors' delay rule (theory.md §2): each block's delay is drawn i.i.d. uniform on
+// {0, …, min(δ, k)}, independently of the stage and batch draws.
+#include <algorithm>
+
+#include "delays/delay_model.hpp"
+#include "src/core/rng.hpp"
+
+namespace stale {
+namespace {
+class UniformDelay final : public DelayModel {
+ public:
+  UniformDelay(int64_t d, uint64_t seed) : d_(d), seed_(seed) {}
+  std::string name() const override { return "uniform"; }
+  int64_t bound() const override { return d_; }
+  int64_t delay(int64_t k, int block) const override {
+    const uint64_t range = static_cast<uint64_t>(std::min(d_, k)) + 1;
+    // 53-bit uniform times range: bias ≤ range / 2^53, far below any test's resolution
+    const double u = bits_to_unit(hash_bits(seed_, Stream::Delays, static_cast<uint64_t>(k), static_cast<uint64_t>(block)));
+    return static_cast<int64_t>(u * static_cast<double>(range));
+  }
+  double steady_state_mean() const override { return 0.5 * static_cast<double>(d_); }
+
+ private:
+  int64_t d_;
+  uint64_t seed_;
+};
+}  // namespace
+std::unique_ptr<DelayModel> make_uniform_delay(int64_t d, uint64_t seed) {
+  return std::make_unique<UniformDelay>(d, seed);
+}
+}  // namespace stale

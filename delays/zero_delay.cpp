@@ -1,0 +1,15 @@
+// Fresh reads: RPD with this model is block-coordinate SGD, bit for bit.
+#include "delays/delay_model.hpp"
+
+namespace stale {
+namespace {
+class ZeroDelay final : public DelayModel {
+ public:
+  std::string name() const override { return "zero"; }
+  int64_t bound() const override { return 0; }
+  int64_t delay(int64_t, int) const override { return 0; }
+  double steady_state_mean() const override { return 0.0; }
+};
+}  // namespace
+std::unique_ptr<DelayModel> make_zero_delay() { return std::make_unique<ZeroDelay>(); }
+}  // namespace stale

@@ -1,0 +1,20 @@
+#pragma once
+// Exact constants of the linear models, needed by the bound of theory.md §3:
+//  - least squares: H = Xᵀ diag(c) X is the Hessian; L = λ_max(H), μ = λ_min(H) exactly;
+//    f_* = 0 in closed form when y = X w_true (all three generators), else a normal-equation
+//    solve;
+//  - logistic: L = ¼ λ_max(Xᵀ diag(c) X) + λ (an upper bound), μ = λ; f_* by damped Newton to
+//    ‖∇f‖ ≤ 1e-12 ‖∇f(0)‖, cached on disk by a hash of the data ($STALE_CACHE_DIR, default
+//    ~/.cache/stale) because a real data set costs seconds per Newton step.
+#include "objectives/linear_model_cpu.hpp"
+
+namespace stale {
+
+ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f);
+ObjectiveConstants logistic_constants(const LogisticCpu& f);
+
+// extreme eigenvalues of a symmetric matrix (dense solver up to 4096, else Lanczos-free
+// power iteration for the largest and 0 for the smallest)
+void extreme_eigenvalues(const Mat& H, double& lambda_max, double& lambda_min);
+
+}  // namespace stale

@@ -1,0 +1,245 @@
+#include "objectives/linear_model_cpu.hpp"
+
+#include "src/core/error.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace stale {
+
+namespace {
+// below this many matrix entries a GEMV is faster on one thread than fork/join
+constexpr Index kParallelEntries = Index(1) << 18;
+
+int threads_for(Index entries) {
+#ifdef _OPENMP
+  return entries >= kParallelEntries ? omp_get_max_threads() : 1;
+#else
+  (void)entries;
+  return 1;
+#endif
+}
+}  // namespace
+
+void gemv_parallel(const Mat& X, const Vec& w, Vec& out) {
+  out.resize(X.rows());
+  const int T = threads_for(X.size());
+  if (T == 1) {
+    out.noalias() = X * w;
+    return;
+  }
+  // rows are split so each thread writes its own slice; per-row sums keep Eigen's order
+  // within a chunk, so results do not depend on the thread count only up to rounding —
+  // they are used for metrics, never inside a trajectory
+#pragma omp parallel num_threads(T)
+  {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+    const int t = 0, nt = 1;
+#endif
+    const Index chunk = (X.rows() + nt - 1) / nt, r0 = std::min<Index>(X.rows(), t * chunk),
+                r1 = std::min<Index>(X.rows(), r0 + chunk);
+    if (r1 > r0) out.segment(r0, r1 - r0).noalias() = X.middleRows(r0, r1 - r0) * w;
+  }
+}
+
+void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) {
+  out.resize(X.cols());
+  const int T = threads_for(X.size());
+  if (T == 1) {
+    out.noalias() = X.transpose() * v;
+    return;
+  }
+  // columns are independent dot products: the split cannot change any result
+#pragma omp parallel for num_threads(T) schedule(static)
+  for (Index j = 0; j < X.cols(); ++j) out(j) = X.col(j).dot(v);
+}
+
+template <class Loss>
+LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2)
+    : data_(std::move(data)), l2_(l2) {
+  blocks_ = BlockPartition(data_->d(), stages);
+}
+
+template <class Loss>
+double LinearModelCpu<Loss>::value(const Vec& w) const {
+  Vec a;
+  gemv_parallel(data_->X, w, a);
+  double f = 0;
+  for (Index i = 0; i < a.size(); ++i) f += data_->weight(i) * Loss::value(a(i), data_->y(i));
+  return f + 0.5 * l2_ * w.squaredNorm();
+}
+
+template <class Loss>
+double LinearModelCpu<Loss>::value_grad(const Vec& w, Vec& grad) const {
+  Vec a;
+  gemv_parallel(data_->X, w, a);
+  double f = 0;
+  Vec r(a.size());
+  for (Index i = 0; i < a.size(); ++i) {
+    f += data_->weight(i) * Loss::value(a(i), data_->y(i));
+    r(i) = data_->weight(i) * Loss::deriv(a(i), data_->y(i));
+  }
+  gemv_t_parallel(data_->X, r, grad);
+  if (l2_ != 0) grad += l2_ * w;
+  return f + 0.5 * l2_ * w.squaredNorm();
+}
+
+template <class Loss>
+double LinearModelCpu<Loss>::batch_value_grad(const Vec& z, int m, Vec& grad) const {
+  const auto Xm = batch_X(m);
+  const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
+  const Vec a = Xm * z;
+  Vec r(a.size());
+  double f = 0;
+  const double inv_b = 1.0 / static_cast<double>(Xm.rows());
+  for (Index i = 0; i < a.size(); ++i) {
+    f += Loss::value(a(i), ym(i));
+    r(i) = Loss::deriv(a(i), ym(i)) * inv_b;
+  }
+  grad.noalias() = Xm.transpose() * r;
+  if (l2_ != 0) grad += l2_ * z;
+  return f * inv_b + 0.5 * l2_ * z.squaredNorm();
+}
+
+template <class Loss>
+void LinearModelCpu<Loss>::batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const {
+  const auto Xm = batch_X(m);
+  const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
+  Vec r = Xm * z;
+  const double inv_b = 1.0 / static_cast<double>(Xm.rows());
+  for (Index i = 0; i < r.size(); ++i) r(i) = Loss::deriv(r(i), ym(i)) * inv_b;
+  const Index off = blocks_.offset(s), ds = blocks_.size(s);
+  g_s.noalias() = Xm.middleCols(off, ds).transpose() * r;
+  if (l2_ != 0) g_s += l2_ * z.segment(off, ds);
+}
+
+template <class Loss>
+void LinearModelCpu<Loss>::stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                                         std::unique_ptr<StageCache>& cache) const {
+  // a linear stage needs nothing from its forward pass for its backward pass
+  cache.reset();
+  const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
+  out = in;
+  out.col(0).noalias() += Xs * w_s;
+}
+
+template <class Loss>
+double LinearModelCpu<Loss>::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
+  const auto ym = data_->y.segment(data_->batch_offsets[m], batch_rows(m));
+  const double inv_b = 1.0 / static_cast<double>(ym.size());
+  grad_last.resize(last.rows(), 1);
+  double f = 0;
+  for (Index i = 0; i < ym.size(); ++i) {
+    f += Loss::value(last(i, 0), ym(i));
+    grad_last(i, 0) = Loss::deriv(last(i, 0), ym(i)) * inv_b;
+  }
+  return f * inv_b;
+}
+
+template <class Loss>
+void LinearModelCpu<Loss>::stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache*,
+                                          VecRef grad_w_s, Mat& grad_in) const {
+  const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
+  grad_w_s.noalias() = Xs.transpose() * grad_out.col(0);
+  if (l2_ != 0) grad_w_s += l2_ * w_s;
+  grad_in = grad_out;  // d(in + X_s w_s)/d in = I
+}
+
+template <class Loss>
+const Mat& LinearModelCpu<Loss>::gram() const {
+  if (gram_.size() == 0) {
+    const Mat CX = data_->weight.asDiagonal() * data_->X;
+    gram_.noalias() = data_->X.transpose() * CX;
+    gram_.diagonal().array() += l2_;
+  }
+  return gram_;
+}
+
+namespace {
+
+// Keeps the activations a = Xw (and for least squares the gradient, through the Hessian's
+// columns) current under single-block changes: O(n·d_s + d·d_s) instead of O(n·d).
+// Recomputed from scratch every kResync changes so rounding drift stays at machine level.
+template <class Loss>
+class LinearTracker final : public IterateTracker {
+  static constexpr int kResync = 1024;
+
+ public:
+  LinearTracker(const LinearModelCpu<Loss>& f, const Vec& w, bool use_hessian)
+      : f_(f), use_hessian_(use_hessian) {
+    reset(w);
+  }
+
+  void reset(const Vec& w) override {
+    w_ = w;
+    gemv_parallel(f_.data().X, w_, a_);
+    changes_ = 0;
+    grad_fresh_ = false;
+    if (use_hessian_) recompute_gradient();
+  }
+
+  void block_changed(int s, ConstVecRef delta) override {
+    const auto& P = f_.blocks();
+    const Index off = P.offset(s), ds = P.size(s);
+    if (++changes_ >= kResync) {
+      Vec w = w_;
+      w.segment(off, ds) += delta;
+      reset(w);
+      return;
+    }
+    w_.segment(off, ds) += delta;
+    a_.noalias() += f_.data().X.middleCols(off, ds) * delta;
+    if (use_hessian_) {
+      // gram() includes λI, so this also moves the λw part of the gradient
+      g_.noalias() += f_.gram().middleCols(off, ds) * delta;
+    } else {
+      grad_fresh_ = false;
+    }
+  }
+
+  double value() override {
+    const auto& d = f_.data();
+    double v = 0;
+    for (Index i = 0; i < a_.size(); ++i) v += d.weight(i) * Loss::value(a_(i), d.y(i));
+    return v + 0.5 * f_.l2() * w_.squaredNorm();
+  }
+
+  const Vec& gradient() override {
+    if (!use_hessian_ && !grad_fresh_) recompute_gradient();
+    return g_;
+  }
+
+ private:
+  void recompute_gradient() {
+    const auto& d = f_.data();
+    Vec r(a_.size());
+    for (Index i = 0; i < a_.size(); ++i) r(i) = d.weight(i) * Loss::deriv(a_(i), d.y(i));
+    gemv_t_parallel(d.X, r, g_);
+    if (f_.l2() != 0) g_ += f_.l2() * w_;
+    grad_fresh_ = true;
+  }
+
+  const LinearModelCpu<Loss>& f_;
+  bool use_hessian_;
+  Vec w_, a_, g_;
+  int changes_ = 0;
+  bool grad_fresh_ = false;
+};
+
+}  // namespace
+
+template <class Loss>
+std::unique_ptr<IterateTracker> LinearModelCpu<Loss>::make_tracker(const Vec& w) const {
+  // the Hessian route pays when H fits comfortably (d ≤ 4096 → ≤ 128 MiB) and is exact only
+  // for a quadratic
+  const bool quadratic = std::is_same_v<Loss, SquaredLoss>;
+  return std::make_unique<LinearTracker<Loss>>(*this, w, quadratic && dim() <= 4096);
+}
+
+template class LinearModelCpu<SquaredLoss>;
+template class LinearModelCpu<LogisticLoss>;
+
+}  // namespace stale

@@ -1,0 +1,61 @@
+#pragma once
+// CPU twin (Eigen + OpenMP, float64) of the linear models: least squares and logistic
+// regression as S-stage pipelines (theory.md §7). Stage s adds X_b[:, slice_s] w^(s) to the
+// running activation; the loss head applies ℓ; the (λ/2)‖w‖² term enters each stage's
+// backward as λ w^(s).
+#include <memory>
+
+#include "objectives/linear_data.hpp"
+#include "objectives/linear_losses.hpp"
+#include "objectives/objective.hpp"
+
+namespace stale {
+
+template <class Loss>
+class LinearModelCpu final : public Objective {
+ public:
+  LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2);
+
+  std::string name() const override { return Loss::name; }
+  int num_batches() const override { return data_->num_batches(); }
+  Index num_samples() const override { return data_->n(); }
+  Index batch_rows(int m) const override { return data_->batch_offsets[m + 1] - data_->batch_offsets[m]; }
+
+  double value(const Vec& w) const override;
+  double value_grad(const Vec& w, Vec& grad) const override;
+  double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
+  void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
+
+  void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                     std::unique_ptr<StageCache>& cache) const override;
+  double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const override;
+  void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache,
+                      VecRef grad_w_s, Mat& grad_in) const override;
+
+  std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const override;
+
+  const LinearData& data() const { return *data_; }
+  double l2() const { return l2_; }
+  // H = Xᵀ diag(c) X + λI, the exact Hessian for least squares (the data part's Gram
+  // matrix for logistic); computed once on first use
+  const Mat& gram() const;
+  void set_constants(const ObjectiveConstants& c) { constants_ = c; }
+
+ private:
+  auto batch_X(int m) const {
+    const Index off = data_->batch_offsets[m];
+    return data_->X.middleRows(off, batch_rows(m));
+  }
+  std::shared_ptr<const LinearData> data_;
+  double l2_;
+  mutable Mat gram_;
+};
+
+using LeastSquaresCpu = LinearModelCpu<SquaredLoss>;
+using LogisticCpu = LinearModelCpu<LogisticLoss>;
+
+// X w and Xᵀ v, split across OpenMP threads when the matrix is large enough to pay
+void gemv_parallel(const Mat& X, const Vec& w, Vec& out);
+void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out);
+
+}  // namespace stale

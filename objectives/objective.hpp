@@ -1,0 +1,100 @@
+#pragma once
+// The objective interface every method reads (design.md "Objective").
+//
+//   f(w) = (1/M) Σ_m f_m(w),   w = (w^(1), …, w^(S)) split by a BlockPartition.
+//
+// Three views of the same function:
+//  - full value / gradient at a point (metrics, the bound, f_*),
+//  - mini-batch gradient at a (mixed, stale) point, whole or one block (RPD, SGD),
+//  - the stage-wise pipeline: stage s maps an activation with its block w^(s), the loss head
+//    turns the last activation into the loss, backward runs the other way (theory.md §7).
+//    Methods without weight stashing need this view: their backward uses weights that differ
+//    from the ones the forward saw.
+// Batches are a fixed partition of the samples into M near-equal parts; the sampler lives in
+// the method, not here.
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "src/core/partition.hpp"
+#include "src/core/types.hpp"
+
+namespace stale {
+
+struct ObjectiveConstants {
+  double L = std::numeric_limits<double>::quiet_NaN();  // smoothness constant of f
+  bool L_exact = false;                                 // false: an upper bound (logistic)
+  double mu = 0.0;                                      // strong convexity (0 if unknown)
+  double f_star = std::numeric_limits<double>::quiet_NaN();
+  std::optional<Vec> w_star;
+  std::string f_star_method;  // "closed form", "newton (‖g‖/‖g0‖ = …)"
+};
+
+// What a stage keeps from its forward pass for its backward pass (activation memory).
+struct StageCache {
+  virtual ~StageCache() = default;
+};
+
+// Keeps f(w) and ∇f(w) current while single blocks of w change, cheaper than recomputing
+// (e.g. least squares: residual and gradient updated through the Hessian's columns).
+class IterateTracker {
+ public:
+  virtual ~IterateTracker() = default;
+  // w^(s) changed by delta (the caller already changed its own copy of w)
+  virtual void block_changed(int s, ConstVecRef delta) = 0;
+  virtual void reset(const Vec& w) = 0;
+  virtual double value() = 0;
+  virtual const Vec& gradient() = 0;
+};
+
+class Objective {
+ public:
+  virtual ~Objective() = default;
+
+  virtual std::string name() const = 0;
+  Index dim() const { return blocks_.dim(); }
+  int stages() const { return blocks_.stages(); }
+  const BlockPartition& blocks() const { return blocks_; }
+  virtual int num_batches() const = 0;
+  virtual Index num_samples() const = 0;
+  const ObjectiveConstants& constants() const { return constants_; }
+  // width of the activation passed between stages (1 for the linear models)
+  virtual Index activation_width() const { return 1; }
+  virtual Index batch_rows(int m) const = 0;
+
+  // ---- full objective
+  virtual double value(const Vec& w) const = 0;
+  virtual double value_grad(const Vec& w, Vec& grad) const = 0;
+
+  // ---- mini-batch m ∈ {0..M−1} at a point z (z may be a mixed stale point)
+  virtual double batch_value_grad(const Vec& z, int m, Vec& grad) const = 0;
+  // ∇_{w^(s)} f_m(z), written into g_s (size of block s)
+  virtual void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const = 0;
+
+  // ---- stage-wise pipeline (batch m); in/out are [batch_rows(m) × activation_width()]
+  virtual void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                             std::unique_ptr<StageCache>& cache) const = 0;
+  // loss of f_m's data term at the last activation, and d loss / d activation
+  virtual double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const = 0;
+  virtual void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s,
+                              const StageCache* cache, VecRef grad_w_s, Mat& grad_in) const = 0;
+  // the activation entering stage 0
+  virtual Mat input_activation(int m) const { return Mat::Zero(batch_rows(m), activation_width()); }
+
+  // ---- batched evaluation: gradients of f_{batches[p]} at the columns Z[:, p] (d × P).
+  // The fast path on a GPU (one GEMM instead of P GEMVs); the default loops.
+  virtual void batch_grad_many(const Mat& Z, const std::vector<int>& batches, Mat& G) const;
+
+  virtual std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const;
+
+  // backend and precision this instance evaluates with
+  virtual std::string backend() const { return "cpu"; }
+  virtual std::string precision() const { return "float64"; }
+
+ protected:
+  BlockPartition blocks_;
+  ObjectiveConstants constants_;
+};
+
+}  // namespace stale

@@ -1,0 +1,17 @@
+#pragma once
+// Config → Objective. Checks the cross-key rules (generator fits the name, stages ≤ dim,
+// batch_size ≤ samples, the data file exists) and names the key at fault.
+#include <memory>
+
+#include "objectives/linear_data.hpp"
+#include "objectives/objective.hpp"
+#include "src/backend/backend.hpp"
+#include "src/config/config.hpp"
+
+namespace stale {
+
+// the data of a linear-model config (generated or loaded), batches partitioned
+std::shared_ptr<LinearData> make_linear_data(const Config& cfg);
+std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend);
+
+}  // namespace stale

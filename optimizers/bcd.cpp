@@ -1,0 +1,45 @@
+// Randomized block-coordinate SGD with fresh reads: RPD without staleness.
+//
+//   s_k ~ U{1..S}, m_k ~ U{1..M}:  w_{k+1}^(s_k) = w_k^(s_k) − γ (∇_{w^(s_k)} f_{m_k}(w_k) + ξ_k)
+//
+// RPD (rpd.cpp) with the zero delay model must reproduce this bit for bit: both draw s_k
+// and m_k from the same streams in the same order and evaluate the same block gradient.
+#include "optimizers/method.hpp"
+#include "optimizers/sampling.hpp"
+
+namespace stale {
+namespace {
+class Bcd final : public Method {
+ public:
+  explicit Bcd(MethodParams p) : p_(p) {}
+  std::string name() const override { return "bcd"; }
+  void run(const Objective& f, Vec& w, RunObserver& obs) const override {
+    const auto& P = f.blocks();
+    StageSampler stages(f.stages(), p_.seed);
+    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
+    GradientNoise noise(p_.grad_noise_std, p_.seed);
+    Vec g(P.max_size()), delta;
+    obs.on_start(w);
+    for (int64_t k = 0; k < p_.updates && !obs.should_stop(); ++k) {
+      const int s = stages.next();
+      const int m = batches.next();
+      auto gs = g.head(P.size(s));
+      f.batch_block_grad(w, m, s, gs);
+      noise.add(gs);
+      delta = -p_.lr * gs;
+      P.block(w, s) += delta;
+      UpdateEvent e;
+      e.k = k + 1;
+      e.stage = s;
+      e.batch = m;
+      e.grad_norm = gs.norm();
+      obs.on_update(e, delta, w);
+    }
+  }
+
+ private:
+  MethodParams p_;
+};
+}  // namespace
+std::unique_ptr<Method> make_bcd(const MethodParams& p) { return std::make_unique<Bcd>(p); }
+}  // namespace stale

@@ -1,0 +1,69 @@
+// RPD — Randomized PipeDream (Ilin & Richtárik 2026, arXiv 2606.03498; theory.md §2).
+//
+//   for k = 0, 1, …:
+//     delays  d_k^(i) = k − j_k^(i) ∈ [0, min(δ, k)] from the delay model (independent of s_k, m_k)
+//     z_k     = (w_{j_k^(1)}^(1), …, w_{j_k^(S)}^(S))                  (the mixed stale point)
+//     s_k ~ U{1..S},  m_k ~ U{1..M}
+//     w_{k+1}^(s_k) = w_k^(s_k) − γ (∇_{w^(s_k)} f_{m_k}(z_k) + ξ_k);  other blocks unchanged
+//
+// The gradient is evaluated at z_k, the update applied to the current w_k. Old block values
+// come from the VersionStore, which keeps only the δ + 1 versions per block a read can reach.
+#include "delays/delay_model.hpp"
+#include "optimizers/method.hpp"
+#include "optimizers/sampling.hpp"
+#include "src/pipeline/version_store.hpp"
+
+namespace stale {
+namespace {
+class Rpd final : public Method {
+ public:
+  Rpd(MethodParams p, std::shared_ptr<const DelayModel> delays) : p_(p), delays_(std::move(delays)) {}
+  std::string name() const override { return "rpd"; }
+  int64_t delay_bound() const override { return delays_->bound(); }
+  std::string delay_name() const override { return delays_->name(); }
+  double delay_mean() const override { return delays_->steady_state_mean(); }
+
+  void run(const Objective& f, Vec& w, RunObserver& obs) const override {
+    const auto& P = f.blocks();
+    const int S = f.stages();
+    VersionStore store(P, w, delays_->bound());
+    StageSampler stages(S, p_.seed);
+    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
+    GradientNoise noise(p_.grad_noise_std, p_.seed);
+    std::vector<int64_t> d(S);
+    Vec z(f.dim()), g(P.max_size()), delta;
+    obs.on_start(w);
+    for (int64_t k = 0; k < p_.updates && !obs.should_stop(); ++k) {
+      for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
+      store.gather(d, z);
+      double stale_sq = 0;
+      for (int i = 0; i < S; ++i)
+        if (d[i] > 0) stale_sq += (P.block(z, i) - P.block(store.current(), i)).squaredNorm();
+      const int s = stages.next();
+      const int m = batches.next();
+      auto gs = g.head(P.size(s));
+      f.batch_block_grad(z, m, s, gs);
+      noise.add(gs);
+      delta = -p_.lr * gs;
+      store.commit(s, P.block(store.current(), s) + delta);
+      UpdateEvent e;
+      e.k = k + 1;
+      e.stage = s;
+      e.batch = m;
+      e.grad_norm = gs.norm();
+      e.stale_dist = std::sqrt(stale_sq);
+      e.delays = &d;
+      obs.on_update(e, delta, store.current());
+    }
+    w = store.current();
+  }
+
+ private:
+  MethodParams p_;
+  std::shared_ptr<const DelayModel> delays_;
+};
+}  // namespace
+std::unique_ptr<Method> make_rpd(const MethodParams& p, std::shared_ptr<const DelayModel> delays) {
+  return std::make_unique<Rpd>(p, std::move(delays));
+}
+}  // namespace stale

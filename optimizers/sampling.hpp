@@ -1,0 +1,45 @@
+#pragma once
+// Samplers of RPD step 3 (theory.md §2) and the additive gradient noise, each on its own
+// seeded stream so that one never shifts another.
+#include "optimizers/method.hpp"
+#include "src/core/rng.hpp"
+
+namespace stale {
+
+// mini-batch order: i.i.d. uniform (RPD) or a fixed cycle 0, 1, …, M−1, 0, … (PD)
+class BatchSampler {
+ public:
+  BatchSampler(int batches, bool cyclic, uint64_t seed) : M_(batches), cyclic_(cyclic), rng_(seed, Stream::BatchOrder) {}
+  int next() { return cyclic_ ? static_cast<int>(t_++ % M_) : static_cast<int>(rng_.uniform_int(M_)); }
+
+ private:
+  int M_;
+  bool cyclic_;
+  Rng rng_;
+  int64_t t_ = 0;
+};
+
+class StageSampler {
+ public:
+  StageSampler(int stages, uint64_t seed) : S_(stages), rng_(seed, Stream::StageSample) {}
+  int next() { return static_cast<int>(rng_.uniform_int(S_)); }
+
+ private:
+  int S_;
+  Rng rng_;
+};
+
+class GradientNoise {
+ public:
+  GradientNoise(double std, uint64_t seed) : std_(std), rng_(seed, Stream::GradNoise) {}
+  void add(VecRef g) {
+    if (std_ == 0) return;
+    for (Index i = 0; i < g.size(); ++i) g(i) += std_ * rng_.normal();
+  }
+
+ private:
+  double std_;
+  Rng rng_;
+};
+
+}  // namespace stale

@@ -1,0 +1,42 @@
+// Mini-batch SGD, all blocks at once, fresh reads — the baseline every stale method is
+// compared with:
+//
+//   w_{t+1} = w_t − γ (∇f_{m_t}(w_t) + ξ_t),   m_t uniform (or cyclic), ξ_t ~ N(0, σ² I)
+//
+// One step updates all S blocks, so it advances the block-update counter k by S
+// (theory.md §1 counts block updates). Robbins & Monro (1951).
+#include "optimizers/method.hpp"
+#include "optimizers/sampling.hpp"
+
+namespace stale {
+namespace {
+class Sgd final : public Method {
+ public:
+  explicit Sgd(MethodParams p) : p_(p) {}
+  std::string name() const override { return "sgd"; }
+  void run(const Objective& f, Vec& w, RunObserver& obs) const override {
+    const int S = f.stages();
+    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
+    GradientNoise noise(p_.grad_noise_std, p_.seed);
+    Vec g, delta;
+    obs.on_start(w);
+    for (int64_t k = 0; k < p_.updates && !obs.should_stop(); k += S) {
+      const int m = batches.next();
+      f.batch_value_grad(w, m, g);
+      noise.add(g);
+      delta = -p_.lr * g;
+      w += delta;
+      UpdateEvent e;
+      e.k = k + S;
+      e.batch = m;
+      e.grad_norm = g.norm();
+      obs.on_update(e, delta, w);
+    }
+  }
+
+ private:
+  MethodParams p_;
+};
+}  // namespace
+std::unique_ptr<Method> make_sgd(const MethodParams& p) { return std::make_unique<Sgd>(p); }
+}  // namespace stale

@@ -1,0 +1,85 @@
+// The `stale` command line: run, schedule, info, keys (design.md "Command line").
+// User errors (bad config, missing file) print one line and exit 2; internal errors exit 3.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "src/backend/backend.hpp"
+#include "src/cli/keys_command.hpp"
+#include "src/core/build_info.hpp"
+#include "src/core/error.hpp"
+#include "src/run/runner.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+using namespace stale;
+
+namespace {
+
+int cmd_info() {
+  std::printf("stale %s (git %s, %s build)\n", build::version, build::git_sha, build::build_type);
+#ifdef _OPENMP
+  std::printf("OpenMP threads: %d\n", omp_get_max_threads());
+#else
+  std::printf("OpenMP: not compiled in\n");
+#endif
+  std::printf("backends: cpu%s\n", cuda_compiled() ? ", cuda" : " (cuda: built without CUDA)");
+  if (cuda_compiled()) {
+    const auto devs = cuda_devices();
+    if (devs.empty()) std::printf("cuda devices: none (%s)\n", cuda_unavailable_reason().c_str());
+    for (const auto& d : devs)
+      std::printf("cuda device %d: %s, %.1f GiB, compute capability %d.%d, %d SMs\n", d.index, d.name.c_str(),
+                  static_cast<double>(d.memory_bytes) / (1024.0 * 1024 * 1024), d.cc_major, d.cc_minor,
+                  d.multiprocessors);
+  }
+  return 0;
+}
+
+int cmd_run(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& out,
+            bool quiet) {
+  Config cfg = Config::from_file(config_path);
+  for (const auto& o : overrides) cfg.apply_override(o);
+  const RunResult r = run_experiment(cfg, out, !quiet && cfg.get_bool("log.progress"));
+  std::printf("%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e wall=%.2fs\n", r.path.c_str(),
+              r.status.c_str(), static_cast<long long>(r.updates), r.last.subopt, r.grad_norm_sq_mean, r.last.bound,
+              r.wall_seconds);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stale: a research harness for stale block-SGD and pipeline-parallel schedules"};
+  app.require_subcommand(1);
+
+  auto* run = app.add_subcommand("run", "run one configuration and write its HDF5 run file");
+  std::string config_path, out;
+  std::vector<std::string> overrides;
+  bool quiet = false;
+  run->add_option("config", config_path, "TOML config file")->required();
+  run->add_option("overrides", overrides, "key=value overrides, e.g. method.lr=0.01 delay.max=60");
+  run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>.h5)");
+  run->add_flag("--quiet,-q", quiet, "no progress on stderr");
+
+  app.add_subcommand("info", "version, git sha, backends, OpenMP threads, CUDA devices");
+  add_keys_command(app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet);
+    if (app.got_subcommand("info")) return cmd_info();
+    return run_keys_command();
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,317 @@
+#include "src/config/config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "src/core/error.hpp"
+
+namespace stale {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+[[noreturn]] void unknown_key(const std::string& key, const std::string& origin) {
+  std::string best;
+  size_t best_d = 1000;
+  for (const auto& s : config_schema()) {
+    const size_t d = edit_distance(key, s.key);
+    if (d < best_d) best_d = d, best = s.key;
+  }
+  const auto dot = key.find('.');
+  const std::string section = dot == std::string::npos ? "" : key.substr(0, dot + 1);
+  std::vector<std::string> in_section;
+  for (const auto& s : config_schema())
+    if (!section.empty() && s.key.rfind(section, 0) == 0) in_section.push_back(s.key);
+  std::string msg = origin + ": unknown config key '" + key + "'";
+  if (best_d <= 3) msg += " (did you mean '" + best + "'?)";
+  if (!in_section.empty()) msg += "; valid keys in [" + section.substr(0, section.size() - 1) + "]: " + join(in_section, ", ");
+  throw UserError(msg);
+}
+
+std::string range_text(const KeySpec& s) {
+  std::string r;
+  if (s.min) {
+    std::ostringstream os;
+    os << (s.min_exclusive ? "> " : ">= ") << *s.min;
+    r = os.str();
+  }
+  if (s.max) {
+    std::ostringstream os;
+    os << "<= " << *s.max;
+    r += (r.empty() ? "" : " and ") + os.str();
+  }
+  return r;
+}
+
+void check_number(const KeySpec& s, double x, const std::string& origin) {
+  const bool low = s.min && (s.min_exclusive ? x <= *s.min : x < *s.min);
+  const bool high = s.max && x > *s.max;
+  if (low || high || !std::isfinite(x)) {
+    std::ostringstream os;
+    os << origin << ": " << s.key << " = " << x << " is out of range; valid: " << range_text(s);
+    throw UserError(os.str());
+  }
+}
+
+std::string describe(const toml::node& n) {
+  if (auto s = n.as_string()) return "the string \"" + s->get() + "\"";
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return std::to_string(f->get());
+  if (n.is_array()) return "an array";
+  if (n.is_table()) return "a table";
+  return "a value of another type";
+}
+
+// Convert a TOML node to the key's type, or throw naming the key.
+ConfigValue convert(const KeySpec& s, const toml::node& node, const std::string& origin) {
+  auto wrong = [&](const std::string& got) -> UserError {
+    return UserError(origin + ": " + s.key + " must be " + type_name(s) + ", got " + got);
+  };
+  auto as_number = [&](const toml::node& n, bool want_int) -> double {
+    if (auto i = n.as_integer()) return static_cast<double>(i->get());
+    if (auto f = n.as_floating_point()) {
+      const double v = f->get();
+      if (want_int && v != std::floor(v)) throw wrong("the non-integer " + std::to_string(v));
+      return v;
+    }
+    throw wrong(describe(n));
+  };
+  switch (s.type) {
+    case KeyType::Int: {
+      const double v = as_number(node, true);
+      check_number(s, v, origin);
+      return static_cast<int64_t>(v);
+    }
+    case KeyType::Float: {
+      const double v = as_number(node, false);
+      check_number(s, v, origin);
+      return v;
+    }
+    case KeyType::Bool:
+      if (auto b = node.as_boolean()) return b->get();
+      throw wrong(describe(node));
+    case KeyType::String: {
+      auto str = node.as_string();
+      if (!str) throw wrong(describe(node));
+      const std::string v = str->get();
+      if (!s.choices.empty() && std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end())
+        throw UserError(origin + ": " + s.key + " = \"" + v + "\" is not valid; choose one of: " + join(s.choices, ", "));
+      return v;
+    }
+    case KeyType::FloatList:
+    case KeyType::IntList: {
+      const bool want_int = s.type == KeyType::IntList;
+      std::vector<double> out;
+      if (auto arr = node.as_array()) {
+        for (const auto& el : *arr) out.push_back(as_number(el, want_int));
+      } else if (s.scalar_or_list) {
+        out.push_back(as_number(node, want_int));
+      } else {
+        throw wrong(describe(node));
+      }
+      for (double x : out) check_number(s, x, origin);
+      return out;
+    }
+  }
+  throw InternalError("unhandled key type");
+}
+
+void flatten(const toml::table& t, const std::string& prefix, std::vector<std::pair<std::string, const toml::node*>>& out) {
+  for (const auto& [k, v] : t) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (auto sub = v.as_table()) {
+      // a table that is itself a key (none today) would be taken whole; sections recurse
+      flatten(*sub, key, out);
+    } else {
+      out.emplace_back(key, &v);
+    }
+  }
+}
+
+std::string toml_quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+[[noreturn]] void config_error(const std::string& key, const std::string& what) {
+  throw UserError("config: " + key + ": " + what);
+}
+
+const KeySpec* find_key(const std::string& key) {
+  for (const auto& s : config_schema())
+    if (s.key == key) return &s;
+  return nullptr;
+}
+
+std::string type_name(const KeySpec& s) {
+  switch (s.type) {
+    case KeyType::Int: return "integer";
+    case KeyType::Float: return "float";
+    case KeyType::Bool: return "bool";
+    case KeyType::String: return "string";
+    case KeyType::FloatList: return s.scalar_or_list ? "float or float list" : "float list";
+    case KeyType::IntList: return s.scalar_or_list ? "integer or integer list" : "integer list";
+  }
+  return "?";
+}
+
+std::string value_to_string(const ConfigValue& v) {
+  std::ostringstream os;
+  os.precision(17);
+  std::visit([&](const auto& x) {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, std::string>) os << toml_quote(x);
+    else if constexpr (std::is_same_v<T, bool>) os << (x ? "true" : "false");
+    else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      os << "[";
+      for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
+      os << "]";
+    } else os << x;
+  }, v);
+  return os.str();
+}
+
+Config::Config() {
+  for (const auto& s : config_schema()) values_[s.key] = s.fallback;
+}
+
+Config Config::from_string(const std::string& text, const std::string& origin) {
+  Config c;
+  c.origin_ = origin;
+  toml::table tbl;
+  try {
+    tbl = toml::parse(text, origin);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": TOML syntax error: " << e.description();
+    throw UserError(os.str());
+  }
+  std::vector<std::pair<std::string, const toml::node*>> flat;
+  flatten(tbl, "", flat);
+  for (const auto& [key, node] : flat) {
+    const KeySpec* spec = find_key(key);
+    if (!spec) unknown_key(key, origin);
+    c.values_[key] = convert(*spec, *node, origin);
+    c.explicit_[key] = true;
+  }
+  return c;
+}
+
+Config Config::from_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path + ": cannot open config file (does it exist?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return from_string(ss.str(), path);
+}
+
+void Config::apply_override(const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw UserError("override '" + assignment + "': expected key=value, e.g. method.lr=0.01");
+  const std::string key = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  const KeySpec* spec = find_key(key);
+  const std::string origin = "override '" + assignment + "'";
+  if (!spec) unknown_key(key, "override");
+  toml::table tbl;
+  try {
+    tbl = toml::parse("v = " + value);
+  } catch (const toml::parse_error&) {
+    // bare words (method.name=rpd) are strings
+    tbl = toml::table{{"v", value}};
+  }
+  values_[key] = convert(*spec, *tbl.get("v"), origin);
+  explicit_[key] = true;
+}
+
+void Config::set(const std::string& key, const ConfigValue& value, const std::string& origin) {
+  const KeySpec* spec = find_key(key);
+  if (!spec) unknown_key(key, origin);
+  // round-trip through TOML so that the same checks apply
+  toml::table tbl;
+  std::visit([&](const auto& x) {
+    using T = std::decay_t<decltype(x)>;
+    if constexpr (std::is_same_v<T, std::vector<double>>) {
+      toml::array a;
+      for (double d : x) a.push_back(d);
+      tbl.insert("v", a);
+    } else {
+      tbl.insert("v", x);
+    }
+  }, value);
+  values_[key] = convert(*spec, *tbl.get("v"), origin);
+  explicit_[key] = true;
+}
+
+const ConfigValue& Config::raw(const std::string& key, KeyType expect) const {
+  const KeySpec* spec = find_key(key);
+  STALE_CHECK(spec != nullptr, "config key '" + key + "' is not in the schema");
+  STALE_CHECK(spec->type == expect, "config key '" + key + "' read with the wrong type");
+  return values_.at(key);
+}
+
+int64_t Config::get_int(const std::string& key) const { return std::get<int64_t>(raw(key, KeyType::Int)); }
+double Config::get_float(const std::string& key) const { return std::get<double>(raw(key, KeyType::Float)); }
+bool Config::get_bool(const std::string& key) const { return std::get<bool>(raw(key, KeyType::Bool)); }
+const std::string& Config::get_string(const std::string& key) const {
+  return std::get<std::string>(raw(key, KeyType::String));
+}
+std::vector<double> Config::get_floats(const std::string& key) const {
+  const KeySpec* spec = find_key(key);
+  STALE_CHECK(spec && (spec->type == KeyType::FloatList || spec->type == KeyType::IntList), key);
+  return std::get<std::vector<double>>(values_.at(key));
+}
+bool Config::is_set(const std::string& key) const { return explicit_.count(key) > 0; }
+
+std::string Config::to_toml() const {
+  std::ostringstream os;
+  std::string section = "";
+  for (const auto& s : config_schema()) {
+    const auto dot = s.key.find('.');
+    const std::string sec = dot == std::string::npos ? "" : s.key.substr(0, dot);
+    const std::string name = dot == std::string::npos ? s.key : s.key.substr(dot + 1);
+    if (sec != section) {
+      os << "\n[" << sec << "]\n";
+      section = sec;
+    }
+    os << name << " = " << value_to_string(values_.at(s.key)) << "\n";
+  }
+  return os.str();
+}
+
+std::string Config::base_dir() const {
+  if (origin_.empty()) return ".";
+  const auto parent = std::filesystem::path(origin_).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+}  // namespace stale

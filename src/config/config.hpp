@@ -1,0 +1,72 @@
+#pragma once
+// Run configuration: TOML files plus `key=value` overrides, checked against one schema
+// (schema.cpp). Every key has a type, a default, a meaning and a validity rule; unknown keys,
+// wrong types and out-of-range values are UserErrors that name the key and what is valid.
+// The resolved config (every key, defaults filled in) is what a run file stores.
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace stale {
+
+enum class KeyType { Int, Float, Bool, String, FloatList, IntList };
+
+using ConfigValue = std::variant<int64_t, double, bool, std::string, std::vector<double>>;
+
+struct KeySpec {
+  std::string key;      // dotted: "objective.dim"
+  KeyType type;
+  ConfigValue fallback;  // default
+  std::string meaning;
+  std::vector<std::string> choices = {};  // String keys: the valid values (empty = any)
+  std::optional<double> min = {};         // numeric keys (each element for lists)
+  std::optional<double> max = {};
+  bool min_exclusive = false;
+  bool scalar_or_list = false;  // FloatList/IntList that also accept a single number
+};
+
+// The schema: every key the harness knows, in README table order.
+const std::vector<KeySpec>& config_schema();
+const KeySpec* find_key(const std::string& key);
+std::string type_name(const KeySpec& spec);
+std::string value_to_string(const ConfigValue& v);
+
+class Config {
+ public:
+  // defaults only
+  Config();
+  static Config from_file(const std::string& path);
+  static Config from_string(const std::string& toml_text, const std::string& origin);
+
+  // "objective.dim=256"; the value is parsed as TOML, bare words as strings
+  void apply_override(const std::string& assignment);
+  void set(const std::string& key, const ConfigValue& value, const std::string& origin);
+
+  int64_t get_int(const std::string& key) const;
+  double get_float(const std::string& key) const;
+  bool get_bool(const std::string& key) const;
+  const std::string& get_string(const std::string& key) const;
+  // lists: a scalar given for a scalar_or_list key becomes a one-element list
+  std::vector<double> get_floats(const std::string& key) const;
+  bool is_set(const std::string& key) const;  // explicitly given (not the default)
+
+  // resolved config as TOML text (all keys), stable order
+  std::string to_toml() const;
+  // the file the config came from ("" for defaults / strings)
+  const std::string& origin() const { return origin_; }
+  // directory of the config file, for resolving relative paths
+  std::string base_dir() const;
+
+ private:
+  const ConfigValue& raw(const std::string& key, KeyType expect) const;
+  std::map<std::string, ConfigValue> values_;
+  std::map<std::string, bool> explicit_;
+  std::string origin_;
+};
+
+// A value in the config failed a cross-key rule (e.g. stages > dim). Names the key.
+[[noreturn]] void config_error(const std::string& key, const std::string& what);
+
+}  // namespace stale

@@ -1,0 +1,230 @@
+#include "src/io/h5.hpp"
+
+namespace stale::h5 {
+
+namespace {
+void ok(herr_t rc, const std::string& what) {
+  if (rc < 0) throw UserError("HDF5: " + what + " failed");
+}
+hid_t checked(hid_t id, const std::string& what) {
+  if (id < 0) throw UserError("HDF5: " + what + " failed");
+  return id;
+}
+Handle scalar_space() { return Handle(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate"); }
+Handle simple_space(std::vector<hsize_t> dims) {
+  return Handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "H5Screate_simple");
+}
+Handle open_attr_for_write(hid_t obj, const std::string& name, hid_t type, hid_t space) {
+  if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
+  return Handle(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, "create attribute " + name);
+}
+Handle str_type(size_t len) {
+  Handle t(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
+  ok(H5Tset_size(t.id(), std::max<size_t>(len, 1)), "H5Tset_size");
+  ok(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset");
+  return t;
+}
+Handle open_dataset(hid_t parent, const std::string& name) {
+  return Handle(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "open dataset " + name);
+}
+std::vector<hsize_t> dataset_dims(hid_t dset) {
+  Handle space(H5Dget_space(dset), H5Sclose, "H5Dget_space");
+  const int nd = H5Sget_simple_extent_ndims(space.id());
+  std::vector<hsize_t> dims(std::max(nd, 0));
+  H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
+  return dims;
+}
+template <class T>
+void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* data, std::vector<hsize_t> dims) {
+  Handle space = simple_space(dims);
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  hsize_t total = 1;
+  for (auto d : dims) total *= d;
+  if (total > 4096) {  // compress large arrays
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1 << 16) / std::max<hsize_t>(1, total / std::max<hsize_t>(dims[0], 1))));
+    ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
+    ok(H5Pset_deflate(plist.id(), 4), "H5Pset_deflate");
+  }
+  Handle dset(H5Dcreate2(parent, name.c_str(), type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
+              "create dataset " + name);
+  if (total > 0) ok(H5Dwrite(dset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+}
+template <class T>
+std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::vector<hsize_t>& dims) {
+  Handle dset = open_dataset(parent, name);
+  dims = dataset_dims(dset.id());
+  hsize_t total = 1;
+  for (auto d : dims) total *= d;
+  std::vector<T> out(total);
+  if (total > 0) ok(H5Dread(dset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read " + name);
+  return out;
+}
+}  // namespace
+
+Handle::Handle(hid_t id, Closer closer, const std::string& what) : id_(checked(id, what)), closer_(closer) {}
+Handle& Handle::operator=(Handle&& o) noexcept {
+  if (this != &o) {
+    if (id_ >= 0 && closer_) closer_(id_);
+    id_ = o.id_;
+    closer_ = o.closer_;
+    o.id_ = -1;
+  }
+  return *this;
+}
+Handle::~Handle() {
+  if (id_ >= 0 && closer_) closer_(id_);
+}
+
+Handle create_file(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our errors name the file; HDF5's stack dump does not help
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose, "create file " + path);
+}
+Handle open_file_readonly(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) throw UserError(path + ": cannot open as HDF5 (missing file or not an HDF5 file)");
+  return Handle(id, H5Fclose, "open " + path);
+}
+Handle create_group(hid_t parent, const std::string& name) {
+  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, "create group " + name);
+}
+Handle open_group(hid_t parent, const std::string& name) {
+  return Handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, "open group " + name);
+}
+bool exists(hid_t parent, const std::string& path) {
+  // check each component so that a missing intermediate group is not an error
+  size_t pos = 0;
+  while (true) {
+    pos = path.find('/', pos + 1);
+    const std::string prefix = path.substr(0, pos);
+    if (H5Lexists(parent, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
+    if (pos == std::string::npos) return true;
+  }
+}
+
+void write_attr(hid_t obj, const std::string& name, const std::string& value) {
+  Handle type = str_type(value.size());
+  Handle space = scalar_space();
+  Handle a = open_attr_for_write(obj, name, type.id(), space.id());
+  ok(H5Awrite(a.id(), type.id(), value.c_str()), "write attribute " + name);
+}
+void write_attr(hid_t obj, const std::string& name, double value) {
+  Handle space = scalar_space();
+  Handle a = open_attr_for_write(obj, name, H5T_NATIVE_DOUBLE, space.id());
+  ok(H5Awrite(a.id(), H5T_NATIVE_DOUBLE, &value), "write attribute " + name);
+}
+void write_attr(hid_t obj, const std::string& name, int64_t value) {
+  Handle space = scalar_space();
+  Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
+  ok(H5Awrite(a.id(), H5T_NATIVE_INT64, &value), "write attribute " + name);
+}
+void write_attr(hid_t obj, const std::string& name, const std::vector<double>& value) {
+  Handle space = simple_space({value.size()});
+  Handle a = open_attr_for_write(obj, name, H5T_NATIVE_DOUBLE, space.id());
+  ok(H5Awrite(a.id(), H5T_NATIVE_DOUBLE, value.data()), "write attribute " + name);
+}
+void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& value) {
+  Handle space = simple_space({value.size()});
+  Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
+  ok(H5Awrite(a.id(), H5T_NATIVE_INT64, value.data()), "write attribute " + name);
+}
+std::string read_attr_string(hid_t obj, const std::string& name) {
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
+  Handle ftype(H5Aget_type(a.id()), H5Tclose, "H5Aget_type");
+  if (H5Tis_variable_str(ftype.id()) > 0) {
+    char* buf = nullptr;
+    Handle mtype(H5Tget_native_type(ftype.id(), H5T_DIR_ASCEND), H5Tclose, "native type");
+    ok(H5Aread(a.id(), mtype.id(), &buf), "read attribute " + name);
+    std::string s = buf ? buf : "";
+    H5free_memory(buf);
+    return s;
+  }
+  const size_t n = H5Tget_size(ftype.id());
+  std::string s(n, '\0');
+  ok(H5Aread(a.id(), ftype.id(), s.data()), "read attribute " + name);
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  return s;
+}
+double read_attr_double(hid_t obj, const std::string& name) {
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
+  double v = 0;
+  ok(H5Aread(a.id(), H5T_NATIVE_DOUBLE, &v), "read attribute " + name);
+  return v;
+}
+int64_t read_attr_int(hid_t obj, const std::string& name) {
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
+  int64_t v = 0;
+  ok(H5Aread(a.id(), H5T_NATIVE_INT64, &v), "read attribute " + name);
+  return v;
+}
+
+void write_vector(hid_t p, const std::string& n, const std::vector<double>& v) {
+  write_dataset(p, n, H5T_NATIVE_DOUBLE, v.data(), {v.size()});
+}
+void write_vector(hid_t p, const std::string& n, const std::vector<int64_t>& v) {
+  write_dataset(p, n, H5T_NATIVE_INT64, v.data(), {v.size()});
+}
+void write_matrix(hid_t p, const std::string& n, const double* d, hsize_t r, hsize_t c) {
+  write_dataset(p, n, H5T_NATIVE_DOUBLE, d, {r, c});
+}
+void write_matrix(hid_t p, const std::string& n, const int64_t* d, hsize_t r, hsize_t c) {
+  write_dataset(p, n, H5T_NATIVE_INT64, d, {r, c});
+}
+void write_strings(hid_t p, const std::string& name, const std::vector<std::string>& v) {
+  size_t len = 1;
+  for (const auto& s : v) len = std::max(len, s.size());
+  std::vector<char> buf(len * v.size(), '\0');
+  for (size_t i = 0; i < v.size(); ++i) std::copy(v[i].begin(), v[i].end(), buf.begin() + i * len);
+  Handle type = str_type(len);
+  write_dataset(p, name, type.id(), buf.data(), {v.size()});
+}
+
+std::vector<double> read_vector_double(hid_t p, const std::string& n) {
+  std::vector<hsize_t> dims;
+  return read_all<double>(p, n, H5T_NATIVE_DOUBLE, dims);
+}
+std::vector<int64_t> read_vector_int(hid_t p, const std::string& n) {
+  std::vector<hsize_t> dims;
+  return read_all<int64_t>(p, n, H5T_NATIVE_INT64, dims);
+}
+std::vector<int64_t> read_matrix_int(hid_t p, const std::string& n, hsize_t& rows, hsize_t& cols) {
+  std::vector<hsize_t> dims;
+  auto v = read_all<int64_t>(p, n, H5T_NATIVE_INT64, dims);
+  if (dims.size() != 2) throw UserError("HDF5 dataset " + n + " is not 2-D");
+  rows = dims[0], cols = dims[1];
+  return v;
+}
+std::vector<double> read_matrix_double(hid_t p, const std::string& n, hsize_t& rows, hsize_t& cols) {
+  std::vector<hsize_t> dims;
+  auto v = read_all<double>(p, n, H5T_NATIVE_DOUBLE, dims);
+  if (dims.size() != 2) throw UserError("HDF5 dataset " + n + " is not 2-D");
+  rows = dims[0], cols = dims[1];
+  return v;
+}
+
+Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows)
+    : type_(mem_type), cols_(cols) {
+  std::vector<hsize_t> dims = {0}, maxdims = {H5S_UNLIMITED}, chunk = {std::max<hsize_t>(chunk_rows, 1)};
+  if (cols > 0) dims.push_back(cols), maxdims.push_back(cols), chunk.push_back(cols);
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), maxdims.data()), H5Sclose, "space");
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
+  ok(H5Pset_deflate(plist.id(), 4), "H5Pset_deflate");
+  dset_ = Handle(H5Dcreate2(parent, name.c_str(), mem_type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
+                 "create dataset " + name);
+}
+
+void Appendable::append(const void* data, hsize_t rows) {
+  if (rows == 0) return;
+  std::vector<hsize_t> newdims = {rows_ + rows}, start = {rows_}, count = {rows};
+  if (cols_ > 0) newdims.push_back(cols_), start.push_back(0), count.push_back(cols_);
+  ok(H5Dset_extent(dset_.id(), newdims.data()), "extend dataset");
+  Handle fspace(H5Dget_space(dset_.id()), H5Sclose, "space");
+  ok(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), "select");
+  Handle mspace(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), H5Sclose, "mspace");
+  ok(H5Dwrite(dset_.id(), type_, mspace.id(), fspace.id(), H5P_DEFAULT, data), "append");
+  rows_ += rows;
+}
+
+}  // namespace stale::h5

@@ -1,0 +1,241 @@
+#include "src/io/run_log.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "src/core/build_info.hpp"
+#include "src/core/error.hpp"
+#include "src/io/h5.hpp"
+
+namespace stale {
+
+namespace {
+std::string now_iso() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+constexpr hsize_t kChunk = 1024;
+}  // namespace
+
+struct RunLog::Impl {
+  h5::Handle file, metrics, theory;
+  // series, in MetricsRow order
+  std::vector<std::string> names = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist",
+                                    "stage", "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall"};
+  std::vector<h5::Appendable> series;
+  std::vector<MetricsRow> rows;
+  h5::Appendable iterates, iterates_k;
+  std::vector<double> it_buf;
+  std::vector<int64_t> itk_buf;
+  int64_t dim = 0, stages = 0;
+  // delays: full table while it fits, else running summary
+  bool keep_table = false;
+  h5::Appendable delay_table;
+  std::vector<int64_t> delay_buf;
+  int64_t delay_rows = 0;
+  std::vector<int64_t> delay_max;
+  std::vector<double> delay_sum;
+  bool done = false;
+};
+
+RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table)
+    : impl_(std::make_unique<Impl>()), path_(path) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) throw UserError(path + ": cannot create directory " + parent.string() + " (" + ec.message() + ")");
+  }
+  auto& I = *impl_;
+  I.file = h5::create_file(path + ".partial");
+  I.dim = dim;
+  I.stages = stages;
+  I.keep_table = keep_delay_table;
+  I.metrics = h5::create_group(I.file.id(), "metrics");
+  for (size_t i = 0; i < I.names.size(); ++i) {
+    const bool integer = I.names[i] == "k" || I.names[i] == "stage" || I.names[i] == "batch";
+    I.series.emplace_back(I.metrics.id(), I.names[i], integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0, kChunk);
+  }
+  I.iterates = h5::Appendable(I.file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim),
+                              std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)));
+  I.iterates_k = h5::Appendable(I.file.id(), "iterates_k", H5T_NATIVE_INT64, 0, 256);
+  I.delay_max.assign(stages, 0);
+  I.delay_sum.assign(stages, 0.0);
+  h5::write_attr(I.file.id(), "started", now_iso());
+  h5::write_attr(I.file.id(), "status", std::string("running"));
+}
+
+RunLog::~RunLog() {
+  if (impl_ && !impl_->done) {
+    try {
+      abort();
+    } catch (...) {
+    }
+  }
+}
+
+void RunLog::write_root(const std::string& config_toml, int64_t seed, const std::string& backend,
+                        const std::string& device, const std::string& precision) {
+  const hid_t f = impl_->file.id();
+  h5::write_attr(f, "schema_version", int64_t{1});
+  h5::write_attr(f, "version", std::string(build::version));
+  h5::write_attr(f, "git_sha", std::string(build::git_sha));
+  h5::write_attr(f, "config", config_toml);
+  h5::write_attr(f, "seed", seed);
+  h5::write_attr(f, "backend", backend);
+  h5::write_attr(f, "device", device);
+  h5::write_attr(f, "precision", precision);
+}
+
+void RunLog::write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes,
+                             double L, double mu, double f_star, int64_t batches, const std::string& description) {
+  auto g = h5::create_group(impl_->file.id(), "objective");
+  h5::write_attr(g.id(), "name", name);
+  h5::write_attr(g.id(), "n", n);
+  h5::write_attr(g.id(), "d", d);
+  h5::write_attr(g.id(), "S", static_cast<int64_t>(block_sizes.size()));
+  h5::write_attr(g.id(), "block_sizes", block_sizes);
+  h5::write_attr(g.id(), "L", L);
+  h5::write_attr(g.id(), "mu", mu);
+  h5::write_attr(g.id(), "f_star", f_star);
+  h5::write_attr(g.id(), "batches", batches);
+  h5::write_attr(g.id(), "description", description);
+}
+
+void RunLog::append_metrics(const MetricsRow& row) {
+  impl_->rows.push_back(row);
+  if (impl_->rows.size() >= kChunk) flush();
+}
+
+void RunLog::append_iterate(int64_t k, const Vec& w) {
+  impl_->it_buf.insert(impl_->it_buf.end(), w.data(), w.data() + w.size());
+  impl_->itk_buf.push_back(k);
+  if (impl_->itk_buf.size() >= 64) flush();
+}
+
+void RunLog::append_delays(const std::vector<int64_t>& d) {
+  auto& I = *impl_;
+  for (int64_t s = 0; s < I.stages; ++s) {
+    I.delay_max[s] = std::max(I.delay_max[s], d[s]);
+    I.delay_sum[s] += static_cast<double>(d[s]);
+  }
+  ++I.delay_rows;
+  if (!I.keep_table) return;
+  if (!I.delay_table.rows() && I.delay_buf.empty())
+    I.delay_table = h5::Appendable(I.file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(I.stages), 4096);
+  I.delay_buf.insert(I.delay_buf.end(), d.begin(), d.begin() + I.stages);
+  if (I.delay_buf.size() >= static_cast<size_t>(I.stages) * 4096) flush();
+}
+
+void RunLog::write_theory(const TheoryConstants& t) {
+  auto g = h5::create_group(impl_->file.id(), "theory");
+  h5::write_attr(g.id(), "L", t.L);
+  h5::write_attr(g.id(), "L_exact", int64_t{t.L_exact});
+  h5::write_attr(g.id(), "mu", t.mu);
+  h5::write_attr(g.id(), "f_star", t.f_star);
+  h5::write_attr(g.id(), "f_star_method", t.f_star_method);
+  h5::write_attr(g.id(), "delta", t.delta);
+  h5::write_attr(g.id(), "delay_model", t.delay_model);
+  h5::write_attr(g.id(), "delay_mean", t.delay_mean);
+  h5::write_attr(g.id(), "G", t.G);
+  h5::write_attr(g.id(), "lr", t.lr);
+  h5::write_attr(g.id(), "Delta0", t.delta0);
+  h5::write_attr(g.id(), "S", t.stages);
+  h5::write_attr(g.id(), "K", t.updates);
+  h5::write_attr(g.id(), "lr_within_1_over_L", int64_t{t.lr <= 1.0 / t.L});
+  h5::write_attr(g.id(), "bound_formula",
+                 std::string("2 S Delta0 / (lr K) + lr S L G^2 + lr^2 L^2 delta^2 G^2 (theory.md section 3)"));
+}
+
+void RunLog::flush() {
+  auto& I = *impl_;
+  if (!I.rows.empty()) {
+    const size_t n = I.rows.size();
+    std::vector<double> col(n);
+    std::vector<int64_t> icol(n);
+    auto put_i = [&](size_t idx, auto get) {
+      for (size_t r = 0; r < n; ++r) icol[r] = get(I.rows[r]);
+      I.series[idx].append(icol.data(), n);
+    };
+    auto put_d = [&](size_t idx, auto get) {
+      for (size_t r = 0; r < n; ++r) col[r] = get(I.rows[r]);
+      I.series[idx].append(col.data(), n);
+    };
+    put_i(0, [](const MetricsRow& r) { return r.k; });
+    put_d(1, [](const MetricsRow& r) { return r.time; });
+    put_d(2, [](const MetricsRow& r) { return r.loss; });
+    put_d(3, [](const MetricsRow& r) { return r.subopt; });
+    put_d(4, [](const MetricsRow& r) { return r.grad_norm_sq; });
+    put_d(5, [](const MetricsRow& r) { return r.grad_norm_sq_mean; });
+    put_d(6, [](const MetricsRow& r) { return r.stale_dist; });
+    put_i(7, [](const MetricsRow& r) { return r.stage; });
+    put_i(8, [](const MetricsRow& r) { return r.batch; });
+    put_d(9, [](const MetricsRow& r) { return r.bound; });
+    put_d(10, [](const MetricsRow& r) { return r.bound_opt; });
+    put_d(11, [](const MetricsRow& r) { return r.bound_stoch; });
+    put_d(12, [](const MetricsRow& r) { return r.bound_stale; });
+    put_d(13, [](const MetricsRow& r) { return r.G; });
+    put_d(14, [](const MetricsRow& r) { return r.wall; });
+    I.rows.clear();
+  }
+  if (!I.itk_buf.empty()) {
+    I.iterates.append(I.it_buf.data(), I.itk_buf.size());
+    I.iterates_k.append(I.itk_buf.data(), I.itk_buf.size());
+    I.it_buf.clear();
+    I.itk_buf.clear();
+  }
+  if (!I.delay_buf.empty()) {
+    I.delay_table.append(I.delay_buf.data(), I.delay_buf.size() / static_cast<size_t>(I.stages));
+    I.delay_buf.clear();
+  }
+  H5Fflush(I.file.id(), H5F_SCOPE_GLOBAL);
+}
+
+void RunLog::finish(const std::string& status, double wall_seconds, const std::string& message) {
+  auto& I = *impl_;
+  flush();
+  const hid_t f = I.file.id();
+  if (I.delay_rows > 0) {
+    auto g = h5::create_group(f, "delay_summary");
+    std::vector<double> mean(I.stages);
+    for (int64_t s = 0; s < I.stages; ++s) mean[s] = I.delay_sum[s] / static_cast<double>(I.delay_rows);
+    h5::write_vector(g.id(), "max", I.delay_max);
+    h5::write_vector(g.id(), "mean", mean);
+    h5::write_attr(g.id(), "updates", I.delay_rows);
+    h5::write_attr(g.id(), "table_kept", int64_t{I.keep_table});
+  }
+  h5::write_attr(f, "status", status);
+  h5::write_attr(f, "message", message);
+  h5::write_attr(f, "wall_seconds", wall_seconds);
+  h5::write_attr(f, "ended", now_iso());
+  I.series.clear();
+  I.iterates = h5::Appendable();
+  I.iterates_k = h5::Appendable();
+  I.delay_table = h5::Appendable();
+  I.metrics = h5::Handle();
+  I.file = h5::Handle();
+  std::error_code ec;
+  std::filesystem::rename(path_ + ".partial", path_, ec);
+  if (ec) throw UserError(path_ + ": cannot rename the finished run file (" + ec.message() + ")");
+  I.done = true;
+}
+
+void RunLog::abort() {
+  auto& I = *impl_;
+  I.series.clear();
+  I.iterates = h5::Appendable();
+  I.iterates_k = h5::Appendable();
+  I.delay_table = h5::Appendable();
+  I.metrics = h5::Handle();
+  I.file = h5::Handle();
+  std::error_code ec;
+  std::filesystem::remove(path_ + ".partial", ec);
+  I.done = true;
+}
+
+}  // namespace stale

@@ -1,0 +1,61 @@
+#pragma once
+// The run file (design.md "The run file"): one HDF5 file per run, readable with plain h5py.
+// Written as NAME.h5.partial and renamed to NAME.h5 by finish(); abort() removes it, so a
+// failed run leaves nothing half-written under the final name. Series are buffered and
+// appended in blocks (flush()), so a killed run still leaves a readable .partial.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/core/types.hpp"
+
+namespace stale {
+
+struct MetricsRow {
+  int64_t k = 0;
+  double time = 0, loss = 0, subopt = 0, grad_norm_sq = 0, grad_norm_sq_mean = 0, stale_dist = 0;
+  int64_t stage = -1, batch = -1;
+  double bound = 0, bound_opt = 0, bound_stoch = 0, bound_stale = 0, G = 0, wall = 0;
+};
+
+struct TheoryConstants {
+  double L = 0, mu = 0, f_star = 0, delta = 0, G = 0, lr = 0, delta0 = 0;
+  int64_t stages = 0, updates = 0;
+  bool L_exact = false;
+  std::string f_star_method, delay_model;
+  double delay_mean = 0;
+};
+
+class RunLog {
+ public:
+  // creates path + ".partial"; parent directories are created
+  explicit RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table);
+  ~RunLog();  // aborts when neither finish() nor abort() ran
+  RunLog(const RunLog&) = delete;
+  RunLog& operator=(const RunLog&) = delete;
+
+  void write_root(const std::string& config_toml, int64_t seed, const std::string& backend, const std::string& device,
+                  const std::string& precision);
+  void write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes, double L,
+                       double mu, double f_star, int64_t batches, const std::string& description);
+  void append_metrics(const MetricsRow& row);
+  void append_iterate(int64_t k, const Vec& w);
+  // delays of update k (one per block); kept as a K × S table, or summarised when too big
+  void append_delays(const std::vector<int64_t>& delays);
+  void write_theory(const TheoryConstants& t);
+  void flush();
+  void finish(const std::string& status, double wall_seconds, const std::string& message = "");
+  void abort();
+
+  const std::string& path() const { return path_; }
+  // K·S above which /delays holds summary statistics instead of the table
+  static constexpr int64_t kMaxDelayEntries = 10'000'000;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+};
+
+}  // namespace stale

@@ -1,0 +1,101 @@
+#include "src/run/metrics_observer.hpp"
+
+#include <cmath>
+
+namespace stale {
+
+MetricsObserver::MetricsObserver(const Objective& f, RunLog* log, MetricsOptions opt,
+                                 std::function<void(const MetricsRow&)> progress)
+    : f_(f), log_(log), opt_(opt), progress_(std::move(progress)) {
+  f_star_ = f.constants().f_star;
+  L_ = f.constants().L;
+  if (opt_.iterates_every < 0) opt_.iterates_every = f.dim() <= 4096 ? opt_.every : 16 * opt_.every;
+}
+
+void MetricsObserver::on_start(const Vec& w0) {
+  t0_ = std::chrono::steady_clock::now();
+  tracker_ = f_.make_tracker(w0);
+  current_loss_ = tracker_->value();
+  current_gns_ = tracker_->gradient().squaredNorm();
+  delta0_ = current_loss_ - f_star_;
+  k_ = 0;
+  UpdateEvent e0;
+  record(e0, w0);
+}
+
+void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) {
+  // the sum runs over the iterates *before* each update: (1/K) Σ_{k=0}^{K−1} ‖∇f(w_k)‖²
+  const int64_t steps = e.k - k_;
+  if (opt_.exact_mean) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;
+  k_ = e.k;
+  G_ = std::max(G_, e.grad_norm);
+  if (e.stage >= 0) {
+    tracker_->block_changed(e.stage, delta);
+  } else {
+    const auto& P = f_.blocks();
+    for (int s = 0; s < P.stages(); ++s) tracker_->block_changed(s, delta.segment(P.offset(s), P.size(s)));
+  }
+  if (log_ && e.delays) log_->append_delays(*e.delays);
+  const bool on_cadence = k_ / opt_.every != (k_ - steps) / opt_.every || k_ == opt_.updates;
+  current_fresh_ = false;
+  if (opt_.exact_mean || on_cadence) {
+    current_loss_ = tracker_->value();
+    current_gns_ = tracker_->gradient().squaredNorm();
+    current_fresh_ = true;
+    if (!opt_.exact_mean) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;  // sampled mean
+    if (!std::isfinite(current_loss_) || !std::isfinite(current_gns_) || !std::isfinite(e.grad_norm)) diverged_ = true;
+  } else if (!std::isfinite(e.grad_norm)) {
+    diverged_ = true;
+  }
+  last_event_ = e;
+  if (on_cadence || diverged_) record(e, w);
+}
+
+MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
+  MetricsRow r;
+  r.k = k_;
+  r.time = e.time >= 0 ? e.time : std::nan("");
+  r.loss = current_loss_;
+  r.subopt = current_loss_ - f_star_;
+  r.grad_norm_sq = current_gns_;
+  r.grad_norm_sq_mean = k_ > 0 ? grad_sq_sum_ / static_cast<double>(k_) : current_gns_;
+  r.stale_dist = e.stale_dist;
+  r.stage = e.stage;
+  r.batch = e.batch;
+  r.G = G_;
+  if (k_ > 0) {
+    const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(opt_.delta);
+    r.bound_opt = 2.0 * S * delta0_ / (g * K);
+    r.bound_stoch = g * S * L_ * G_ * G_;
+    r.bound_stale = g * g * L_ * L_ * d * d * G_ * G_;
+    r.bound = r.bound_opt + r.bound_stoch + r.bound_stale;
+  } else {
+    r.bound = r.bound_opt = r.bound_stoch = r.bound_stale = std::nan("");
+  }
+  r.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  return r;
+}
+
+void MetricsObserver::record(const UpdateEvent& e, const Vec& w) {
+  last_ = make_row(e);
+  last_logged_ = k_;
+  if (log_) {
+    log_->append_metrics(last_);
+    if (opt_.iterates_every > 0 && (logged_rows_ % std::max<int64_t>(1, opt_.iterates_every / opt_.every) == 0 ||
+                                    k_ == opt_.updates))
+      log_->append_iterate(k_, w);
+  }
+  ++logged_rows_;
+  if (progress_) progress_(last_);
+}
+
+void MetricsObserver::finish(const Vec& w) {
+  if (last_logged_ == k_) return;
+  if (!current_fresh_) {
+    current_loss_ = tracker_->value();
+    current_gns_ = tracker_->gradient().squaredNorm();
+  }
+  record(last_event_, w);
+}
+
+}  // namespace stale

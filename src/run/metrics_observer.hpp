@@ -1,0 +1,67 @@
+#pragma once
+// Observes a method's updates and turns them into the run file's series: f − f_*, the exact
+// ‖∇f(w_k)‖² at the current iterate, its running mean (1/K) Σ_{k<K} ‖∇f(w_k)‖², the running
+// G = max block-gradient norm, and the bound of theory.md §3
+//
+//   2 S Δ_0 / (γ K) + γ S L G² + γ² L² δ² G²
+//
+// with exact L and f_* from the objective and δ from the delay model. An IterateTracker
+// keeps f and ∇f current under block changes, so metrics every update stay cheap.
+// A non-finite loss or gradient stops the run (status "diverged").
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "optimizers/method.hpp"
+#include "src/io/run_log.hpp"
+
+namespace stale {
+
+struct MetricsOptions {
+  int64_t every = 1;            // log cadence in block updates
+  int64_t iterates_every = -1;  // -1 auto, 0 none
+  bool exact_mean = true;
+  double lr = 0;
+  int64_t delta = 0;
+  int64_t updates = 0;
+};
+
+class MetricsObserver final : public RunObserver {
+ public:
+  // log may be null (metrics computed, nothing written)
+  MetricsObserver(const Objective& f, RunLog* log, MetricsOptions opt,
+                  std::function<void(const MetricsRow&)> progress = {});
+
+  void on_start(const Vec& w0) override;
+  void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) override;
+  bool should_stop() const override { return diverged_; }
+
+  bool diverged() const { return diverged_; }
+  const MetricsRow& last() const { return last_; }
+  double delta0() const { return delta0_; }
+  double G() const { return G_; }
+  double grad_norm_sq_mean() const { return k_ > 0 ? grad_sq_sum_ / static_cast<double>(k_) : current_gns_; }
+  int64_t updates_done() const { return k_; }
+  // log the final state if the last update was not on the cadence
+  void finish(const Vec& w);
+
+ private:
+  void record(const UpdateEvent& e, const Vec& w);
+  MetricsRow make_row(const UpdateEvent& e);
+
+  const Objective& f_;
+  RunLog* log_;
+  MetricsOptions opt_;
+  std::function<void(const MetricsRow&)> progress_;
+  std::unique_ptr<IterateTracker> tracker_;
+  double f_star_, L_;
+  double delta0_ = 0, G_ = 0, grad_sq_sum_ = 0, current_gns_ = 0, current_loss_ = 0;
+  int64_t k_ = 0, last_logged_ = -1, logged_rows_ = 0, iterate_stride_ = 1;
+  bool diverged_ = false;
+  bool current_fresh_ = true;
+  MetricsRow last_;
+  UpdateEvent last_event_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace stale

@@ -1,0 +1,106 @@
+#include "src/run/runner.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include "objectives/objective_factory.hpp"
+#include "optimizers/method.hpp"
+#include "src/backend/backend.hpp"
+#include "src/run/metrics_observer.hpp"
+
+namespace stale {
+
+std::string default_run_path(const Config& cfg) {
+  if (!cfg.get_string("log.out").empty()) return cfg.get_string("log.out");
+  const std::string stem = cfg.origin().empty() ? "run" : std::filesystem::path(cfg.origin()).stem().string();
+  return "runs/" + stem + ".h5";
+}
+
+RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const BackendKind backend = resolve_backend(cfg.get_string("backend"));
+  auto f = make_objective(cfg, backend);
+  auto method = make_method(cfg, *f);
+  const int64_t K = cfg.get_int("method.updates");
+  const int64_t every = cfg.get_int("log.every");
+
+  RunResult res;
+  res.path = out_path.empty() ? default_run_path(cfg) : out_path;
+  const bool keep_table = K * f->stages() <= RunLog::kMaxDelayEntries;
+  RunLog log(res.path, f->dim(), f->stages(), keep_table);
+  try {
+    std::string device = "cpu";
+    if (backend == BackendKind::Cuda) {
+      auto devs = cuda_devices();
+      device = devs.empty() ? "cuda" : devs.front().name;
+    }
+    log.write_root(cfg.to_toml(), cfg.get_int("seed"), f->backend(), device, f->precision());
+    std::vector<int64_t> sizes;
+    for (int s = 0; s < f->stages(); ++s) sizes.push_back(f->blocks().size(s));
+    const auto& c = f->constants();
+    log.write_objective(f->name(), f->num_samples(), f->dim(), sizes, c.L, c.mu, c.f_star, f->num_batches(),
+                        cfg.get_string("objective.generator"));
+
+    MetricsOptions opt;
+    opt.every = every;
+    opt.iterates_every = cfg.get_int("log.iterates_every");
+    opt.exact_mean = cfg.get_bool("log.exact_mean");
+    opt.lr = cfg.get_float("method.lr");
+    opt.delta = method->delay_bound();
+    opt.updates = K;
+
+    const bool tty = isatty(STDERR_FILENO);
+    auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
+    const std::string tag = method->name();
+    auto progress_fn = [&](const MetricsRow& r) {
+      if (!progress) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (r.k != K && r.k != 0 && now - last_print < std::chrono::milliseconds(tty ? 200 : 2000)) return;
+      last_print = now;
+      std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  f-f*=%.3e  |grad f|^2=%.3e  %.1fs%s", tty ? "\r" : "",
+                   tag.c_str(), static_cast<long long>(r.k), static_cast<long long>(K), 100.0 * r.k / K, r.subopt,
+                   r.grad_norm_sq, r.wall, tty ? "   " : "\n");
+      std::fflush(stderr);
+    };
+    MetricsObserver obs(*f, &log, opt, progress_fn);
+    Vec w = Vec::Zero(f->dim());  // w_0 = 0, as in the authors' code for the linear models
+    method->run(*f, w, obs);
+    obs.finish(w);
+    if (progress && tty) std::fprintf(stderr, "\n");
+
+    TheoryConstants t;
+    t.L = c.L;
+    t.L_exact = c.L_exact;
+    t.mu = c.mu;
+    t.f_star = c.f_star;
+    t.f_star_method = c.f_star_method;
+    t.delta = static_cast<double>(method->delay_bound());
+    t.delay_model = method->delay_name();
+    t.delay_mean = method->delay_mean();
+    t.G = obs.G();
+    t.lr = opt.lr;
+    t.delta0 = obs.delta0();
+    t.stages = f->stages();
+    t.updates = obs.updates_done();
+    log.write_theory(t);
+
+    res.status = obs.diverged() ? "diverged" : "ok";
+    res.last = obs.last();
+    res.grad_norm_sq_mean = obs.grad_norm_sq_mean();
+    res.G = obs.G();
+    res.updates = obs.updates_done();
+    res.final_w = w;
+    res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log.finish(res.status, res.wall_seconds,
+               obs.diverged() ? "loss or gradient became non-finite at k = " + std::to_string(obs.updates_done()) : "");
+  } catch (...) {
+    log.abort();
+    throw;
+  }
+  return res;
+}
+
+}  // namespace stale

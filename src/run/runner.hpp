@@ -1,0 +1,27 @@
+#pragma once
+// One run: config → objective, method, run file. Everything that can be wrong with the
+// input is checked before the run file is created, so a bad config leaves no file.
+#include <string>
+
+#include "src/config/config.hpp"
+#include "src/core/types.hpp"
+#include "src/io/run_log.hpp"
+
+namespace stale {
+
+struct RunResult {
+  std::string path;
+  std::string status;  // ok | diverged
+  MetricsRow last;
+  double grad_norm_sq_mean = 0;
+  double G = 0;
+  double wall_seconds = 0;
+  int64_t updates = 0;
+  Vec final_w;  // the last iterate (equal, bit for bit, to the file's last /iterates row)
+};
+
+// out_path empty → log.out, else runs/<config stem>.h5
+std::string default_run_path(const Config& cfg);
+RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress);
+
+}  // namespace stale

@@ -1,0 +1,134 @@
+// The command line as a person uses it: bad input gives a one-line error naming the key
+// and a non-zero exit, with no run file left behind; a diverging run is a recorded result.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "src/io/h5.hpp"
+#include "tests/test_util.hpp"
+
+using namespace stale;
+namespace fs = std::filesystem;
+
+namespace {
+const char* kBase = R"(
+[objective]
+name = "quadratic"
+generator = "random"
+dim = 16
+samples = 40
+batch_size = 4
+stages = 4
+[method]
+name = "rpd"
+lr = 0.01
+updates = 50
+[log]
+progress = false
+)";
+
+struct Outcome {
+  int rc;
+  std::string out;
+  bool file_left;
+};
+
+Outcome run_cli(const std::string& config_text, const std::string& args) {
+  const auto dir = test::temp_dir("cli");
+  test::write_file(dir / "c.toml", config_text);
+  const auto out = dir / "r.h5";
+  Outcome o;
+  o.rc = test::run_command(test::stale_bin() + " run " + (dir / "c.toml").string() + " " + args + " --out " +
+                               out.string(),
+                           o.out);
+  o.file_left = fs::exists(out) || fs::exists(out.string() + ".partial");
+  return o;
+}
+
+void check_rejected(const Outcome& o, const std::string& must_name) {
+  CAPTURE(o.out);
+  CHECK(o.rc != 0);
+  CHECK(o.out.find(must_name) != std::string::npos);
+  CHECK(o.out.find("error:") != std::string::npos);
+  // one line
+  CHECK(std::count(o.out.begin(), o.out.end(), '\n') == 1);
+  CHECK_FALSE(o.file_left);
+}
+}  // namespace
+
+TEST_CASE("UnknownKeyIsRejectedWithASuggestion") {
+  const auto o = run_cli(std::string(kBase) + "[delay]\nmaxx = 3\n", "");
+  check_rejected(o, "delay.maxx");
+  CHECK(o.out.find("delay.max") != std::string::npos);
+}
+
+TEST_CASE("WrongTypeIsRejectedNamingTheKey") { check_rejected(run_cli(kBase, "objective.dim=\\\"big\\\""), "objective.dim"); }
+
+TEST_CASE("NegativeLearningRateIsRejected") { check_rejected(run_cli(kBase, "method.lr=-0.1"), "method.lr"); }
+
+TEST_CASE("MoreStagesThanCoordinatesIsRejected") { check_rejected(run_cli(kBase, "objective.stages=17"), "objective.stages"); }
+
+TEST_CASE("MissingDataFileIsRejected") {
+  check_rejected(run_cli(kBase, "objective.name=logistic objective.generator=libsvm objective.data=no_such_file.libsvm"),
+                 "objective.data");
+}
+
+TEST_CASE("UnknownChoiceListsTheValidOnes") {
+  const auto o = run_cli(kBase, "delay.name=poisson");
+  check_rejected(o, "delay.name");
+  CHECK(o.out.find("uniform") != std::string::npos);
+}
+
+TEST_CASE("CudaWithoutADeviceSaysWhy") {
+  if (std::getenv("STALE_REQUIRE_GPU")) return;  // on a GPU machine cuda is valid
+  const auto o = run_cli(kBase, "backend=cuda");
+  check_rejected(o, "backend");
+}
+
+TEST_CASE("DivergingRunIsRecordedAsDivergedWithExitZero") {
+  const auto dir = test::temp_dir("diverge");
+  test::write_file(dir / "c.toml", R"(
+[objective]
+name = "quadratic"
+generator = "nesterov"
+dim = 64
+samples = 128
+batch_size = 8
+stages = 4
+[method]
+name = "rpd"
+lr = 100
+updates = 2000
+[log]
+progress = false
+)");
+  std::string out;
+  const int rc = test::run_command(test::stale_bin() + " run " + (dir / "c.toml").string() + " --out " +
+                                       (dir / "r.h5").string(), out);
+  CAPTURE(out);
+  CHECK(rc == 0);
+  REQUIRE(fs::exists(dir / "r.h5"));
+  auto f = h5::open_file_readonly((dir / "r.h5").string());
+  CHECK(h5::read_attr_string(f.id(), "status") == "diverged");
+  const auto k = h5::read_vector_int(f.id(), "metrics/k");
+  CHECK(k.back() < 2000);
+}
+
+TEST_CASE("InfoReportsVersionBackendsAndThreads") {
+  std::string out;
+  CHECK(test::run_command(test::stale_bin() + " info", out) == 0);
+  CHECK(out.find("stale ") != std::string::npos);
+  CHECK(out.find("OpenMP") != std::string::npos);
+  CHECK(out.find("backends: cpu") != std::string::npos);
+}
+
+TEST_CASE("ReadmeDocumentsEveryConfigKey") {
+  std::string keys;
+  REQUIRE(test::run_command(test::stale_bin() + " keys", keys) == 0);
+  std::ifstream in(std::string(STALE_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& s : config_schema()) {
+    CAPTURE(s.key);
+    CHECK(readme.find("`" + s.key + "`") != std::string::npos);
+  }
+}

@@ -1,0 +1,51 @@
+// Config parsing: TOML sections, overrides, types, ranges, the resolved dump.
+#include <doctest/doctest.h>
+
+#include "src/config/config.hpp"
+#include "src/core/error.hpp"
+
+using namespace stale;
+
+TEST_CASE("ConfigFillsDefaultsAndReadsSections") {
+  const Config c = Config::from_string("seed = 4\n[method]\nlr = 1\nname = \"bcd\"\n", "t.toml");
+  CHECK(c.get_int("seed") == 4);
+  CHECK(c.get_float("method.lr") == 1.0);  // an integer is a valid float
+  CHECK(c.get_string("method.name") == "bcd");
+  CHECK(c.get_int("objective.dim") == 512);
+  CHECK(c.is_set("method.lr"));
+  CHECK_FALSE(c.is_set("objective.dim"));
+}
+
+TEST_CASE("OverridesParseTomlValuesAndBareWords") {
+  Config c;
+  c.apply_override("method.name=sgd");
+  c.apply_override("method.lr=2.5e-3");
+  c.apply_override("log.exact_mean=false");
+  c.apply_override("objective.data=\"w7a.libsvm\"");
+  CHECK(c.get_string("method.name") == "sgd");
+  CHECK(c.get_float("method.lr") == 2.5e-3);
+  CHECK_FALSE(c.get_bool("log.exact_mean"));
+  CHECK(c.get_string("objective.data") == "w7a.libsvm");
+  CHECK_THROWS_WITH_AS(c.apply_override("method.lr"), doctest::Contains("key=value"), UserError);
+}
+
+TEST_CASE("BadValuesNameTheKeyAndWhatIsValid") {
+  CHECK_THROWS_WITH_AS(Config::from_string("[objective]\ndim = 0\n", "f.toml"), doctest::Contains("objective.dim"), UserError);
+  CHECK_THROWS_WITH_AS(Config::from_string("[objective]\ndim = 2.5\n", "f.toml"), doctest::Contains("integer"), UserError);
+  CHECK_THROWS_WITH_AS(Config::from_string("[method]\nname = \"adam\"\n", "f.toml"), doctest::Contains("sgd, bcd, rpd"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(Config::from_string("[method]\nlr = \"fast\"\n", "f.toml"), doctest::Contains("method.lr must be float"),
+                       UserError);
+  CHECK_THROWS_WITH_AS(Config::from_string("[method\n", "f.toml"), doctest::Contains("f.toml:1"), UserError);
+  CHECK_THROWS_WITH_AS(Config::from_string("[methods]\nlr = 1\n", "f.toml"), doctest::Contains("unknown config key 'methods.lr'"),
+                       UserError);
+}
+
+TEST_CASE("ResolvedConfigRoundTrips") {
+  Config c = Config::from_string("seed = 9\n[delay]\nname = \"uniform\"\nmax = 60\n", "t.toml");
+  c.apply_override("objective.stages=4");
+  const Config back = Config::from_string(c.to_toml(), "dump");
+  CHECK(back.to_toml() == c.to_toml());
+  CHECK(back.get_int("delay.max") == 60);
+  CHECK(back.get_int("objective.stages") == 4);
+}

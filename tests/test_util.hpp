@@ -1,0 +1,60 @@
+#pragma once
+// Helpers shared by the doctest suites: temporary directories, small configs, the CLI.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "src/config/config.hpp"
+#include "src/core/rng.hpp"
+
+namespace stale::test {
+
+inline std::filesystem::path temp_dir(const std::string& name) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("stale-test-" + name + "-" + std::to_string(splitmix64(reinterpret_cast<uintptr_t>(&name)) % 100000));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p;
+}
+
+inline void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+// a small random least-squares RPD config
+inline Config small_config(const std::string& extra = "") {
+  return Config::from_string(R"(
+seed = 3
+backend = "cpu"
+[objective]
+name = "quadratic"
+generator = "random"
+dim = 37
+samples = 60
+batch_size = 6
+stages = 5
+[method]
+name = "rpd"
+lr = 0.005
+updates = 400
+[log]
+progress = false
+)" + extra, "small.toml");
+}
+
+inline std::string stale_bin() {
+  if (const char* b = std::getenv("STALE_BIN")) return b;
+  return std::string(STALE_BINARY_DIR) + "/stale";
+}
+
+// run a shell command, capture stderr+stdout into `output`, return the exit code
+inline int run_command(const std::string& cmd, std::string& output) {
+  const auto log = temp_dir("cmd") / "out.txt";
+  const int rc = std::system((cmd + " > " + log.string() + " 2>&1").c_str());
+  std::ifstream in(log);
+  output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+}  // namespace stale::test
