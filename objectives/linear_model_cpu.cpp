@@ -160,47 +160,49 @@ const Mat& LinearModelCpu<Loss>::gram() const {
 
 namespace {
 
-// Keeps the activations a = Xw (and for least squares the gradient, through the Hessian's
-// columns) current under single-block changes: O(n·d_s + d·d_s) instead of O(n·d).
-// Recomputed from scratch every kResync changes so rounding drift stays at machine level.
+// Keeps f and ∇f current under single-block changes without an O(n·d) pass per change.
+// Changes are accumulated per block (Σ of pending deltas) and applied when a value is asked
+// for, so the cost follows how often metrics are read, never exceeding one full evaluation:
+//  - least squares with the Hessian H at hand (d ≤ 4096): g += H[:, s] Δ_s (O(d·d_s)), and
+//    f = f_* + ½ (w − w_*)ᵀ g needs no residual at all;
+//  - otherwise the activations a = Xw move by X[:, s] Δ_s (O(n·d_s)); f is O(n) from a and
+//    the gradient Xᵀ(c ∘ ℓ'(a)) + λw is recomputed when asked.
+// Everything is recomputed from scratch every kResync applied changes, so rounding drift
+// stays at machine level.
 template <class Loss>
 class LinearTracker final : public IterateTracker {
   static constexpr int kResync = 1024;
 
  public:
   LinearTracker(const LinearModelCpu<Loss>& f, const Vec& w, bool use_hessian)
-      : f_(f), use_hessian_(use_hessian) {
+      : f_(f), use_hessian_(use_hessian && f.constants().w_star.has_value()) {
+    pending_.assign(f.stages(), Vec());
+    has_pending_.assign(f.stages(), false);
     reset(w);
   }
 
   void reset(const Vec& w) override {
     w_ = w;
-    gemv_parallel(f_.data().X, w_, a_);
+    for (int s = 0; s < f_.stages(); ++s) pending_[s].setZero(f_.blocks().size(s)), has_pending_[s] = false;
     changes_ = 0;
-    grad_fresh_ = false;
-    if (use_hessian_) recompute_gradient();
-  }
-
-  void block_changed(int s, ConstVecRef delta) override {
-    const auto& P = f_.blocks();
-    const Index off = P.offset(s), ds = P.size(s);
-    if (++changes_ >= kResync) {
-      Vec w = w_;
-      w.segment(off, ds) += delta;
-      reset(w);
-      return;
-    }
-    w_.segment(off, ds) += delta;
-    a_.noalias() += f_.data().X.middleCols(off, ds) * delta;
     if (use_hessian_) {
-      // gram() includes λI, so this also moves the λw part of the gradient
-      g_.noalias() += f_.gram().middleCols(off, ds) * delta;
+      // gradient of the quadratic from its closed form: ∇f(w) = H (w − w_*)
+      g_.noalias() = f_.gram() * (w_ - *f_.constants().w_star);
     } else {
+      gemv_parallel(f_.data().X, w_, a_);
       grad_fresh_ = false;
     }
   }
 
+  void block_changed(int s, ConstVecRef delta) override {
+    f_.blocks().block(w_, s) += delta;
+    pending_[s] += delta;
+    has_pending_[s] = true;
+  }
+
   double value() override {
+    apply_pending();
+    if (use_hessian_) return f_.constants().f_star + 0.5 * (w_ - *f_.constants().w_star).dot(g_);
     const auto& d = f_.data();
     double v = 0;
     for (Index i = 0; i < a_.size(); ++i) v += d.weight(i) * Loss::value(a_(i), d.y(i));
@@ -208,23 +210,39 @@ class LinearTracker final : public IterateTracker {
   }
 
   const Vec& gradient() override {
-    if (!use_hessian_ && !grad_fresh_) recompute_gradient();
+    apply_pending();
+    if (!use_hessian_ && !grad_fresh_) {
+      const auto& d = f_.data();
+      Vec r(a_.size());
+      for (Index i = 0; i < a_.size(); ++i) r(i) = d.weight(i) * Loss::deriv(a_(i), d.y(i));
+      gemv_t_parallel(d.X, r, g_);
+      if (f_.l2() != 0) g_ += f_.l2() * w_;
+      grad_fresh_ = true;
+    }
     return g_;
   }
 
  private:
-  void recompute_gradient() {
-    const auto& d = f_.data();
-    Vec r(a_.size());
-    for (Index i = 0; i < a_.size(); ++i) r(i) = d.weight(i) * Loss::deriv(a_(i), d.y(i));
-    gemv_t_parallel(d.X, r, g_);
-    if (f_.l2() != 0) g_ += f_.l2() * w_;
-    grad_fresh_ = true;
+  void apply_pending() {
+    const auto& P = f_.blocks();
+    for (int s = 0; s < P.stages(); ++s) {
+      if (!has_pending_[s]) continue;
+      if (++changes_ >= kResync) {
+        reset(w_);
+        return;
+      }
+      if (use_hessian_) g_.noalias() += f_.gram().middleCols(P.offset(s), P.size(s)) * pending_[s];
+      else a_.noalias() += f_.data().X.middleCols(P.offset(s), P.size(s)) * pending_[s], grad_fresh_ = false;
+      pending_[s].setZero();
+      has_pending_[s] = false;
+    }
   }
 
   const LinearModelCpu<Loss>& f_;
   bool use_hessian_;
   Vec w_, a_, g_;
+  std::vector<Vec> pending_;
+  std::vector<bool> has_pending_;
   int changes_ = 0;
   bool grad_fresh_ = false;
 };

@@ -1,0 +1,90 @@
+// Updates per second of an RPD run on the random quadratic (d = 512, n = 600, batch 10,
+// S = 8, uniform delays δ = 60), with metrics every update and every 100 updates, written
+// to a run file as in `stale run`. The incremental tracker (residual and gradient moved by
+// the Hessian's columns) should make metrics-every-update cost about one more block update,
+// not a full O(n·d) gradient.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+
+#include "objectives/objective_factory.hpp"
+#include "optimizers/method.hpp"
+#include "src/run/metrics_observer.hpp"
+
+using namespace stale;
+
+namespace {
+Config bench_config(int64_t updates) {
+  Config c = Config::from_string(R"(
+backend = "cpu"
+[objective]
+name = "quadratic"
+generator = "random"
+dim = 512
+samples = 600
+batch_size = 10
+stages = 8
+[method]
+name = "rpd"
+lr = 0.015625
+[delay]
+name = "uniform"
+max = 60
+)", "bench");
+  c.apply_override("method.updates=" + std::to_string(updates));
+  return c;
+}
+
+void BM_RpdUpdates(benchmark::State& state) {
+  const int64_t every = state.range(0), K = 20000;
+  const bool exact_mean = state.range(1) != 0;
+  Config cfg = bench_config(K);
+  auto f = make_objective(cfg, BackendKind::Cpu);
+  auto method = make_method(cfg, *f);
+  const std::string path = (std::filesystem::temp_directory_path() / "stale-bench-rpd.h5").string();
+  for (auto _ : state) {
+    RunLog log(path, f->dim(), f->stages(), true);
+    MetricsOptions opt;
+    opt.every = every;
+    opt.iterates_every = 0;
+    opt.exact_mean = exact_mean;
+    opt.lr = cfg.get_float("method.lr");
+    opt.delta = method->delay_bound();
+    opt.updates = K;
+    MetricsObserver obs(*f, &log, opt);
+    Vec w = Vec::Zero(f->dim());
+    method->run(*f, w, obs);
+    obs.finish(w);
+    log.abort();
+  }
+  state.SetItemsProcessed(state.iterations() * K);
+  state.counters["updates_per_s"] = benchmark::Counter(static_cast<double>(K), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// the cost of the update alone: no observer work beyond bookkeeping
+class NullObserver final : public RunObserver {
+ public:
+  void on_start(const Vec&) override {}
+  void on_update(const UpdateEvent&, ConstVecRef, const Vec&) override {}
+  bool should_stop() const override { return false; }
+};
+
+void BM_RpdUpdatesNoMetrics(benchmark::State& state) {
+  const int64_t K = 20000;
+  Config cfg = bench_config(K);
+  auto f = make_objective(cfg, BackendKind::Cpu);
+  auto method = make_method(cfg, *f);
+  for (auto _ : state) {
+    NullObserver obs;
+    Vec w = Vec::Zero(f->dim());
+    method->run(*f, w, obs);
+    benchmark::DoNotOptimize(w.data());
+  }
+  state.counters["updates_per_s"] = benchmark::Counter(static_cast<double>(K), benchmark::Counter::kIsIterationInvariantRate);
+}
+}  // namespace
+
+BENCHMARK(BM_RpdUpdatesNoMetrics)->Unit(benchmark::kMillisecond);
+// args: log every, exact running mean (1) or sampled at logged steps (0)
+BENCHMARK(BM_RpdUpdates)->Args({1, 1})->Args({100, 1})->Args({100, 0})->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
