@@ -6,6 +6,7 @@
 
 #include "src/backend/backend.hpp"
 #include "src/cli/keys_command.hpp"
+#include "src/cli/schedule_command.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
 #include "src/run/runner.hpp"
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
 
   app.add_subcommand("info", "version, git sha, backends, OpenMP threads, CUDA devices");
   add_keys_command(app);
+  add_schedule_command(app);
 
   try {
     app.parse(argc, argv);
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed()) return cmd_run(config_path, overrides, out, quiet);
     if (app.got_subcommand("info")) return cmd_info();
+    if (app.got_subcommand("schedule")) return run_schedule_command();
     return run_keys_command();
   } catch (const UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

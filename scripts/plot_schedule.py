@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Draw the timeline of a schedule file written by `stale schedule NAME ... --out FILE.h5`.
+
+  scripts/plot_schedule.py FILE.h5 [-o out.png] [--until T] [--no-labels]
+
+One row per stage (device), time to the right. F is blue, B green, W purple; an optimizer
+step (flag on the op that carries it) is marked by a black tick at the op's end, a replica
+average by a red one; later model chunks of the interleaved schedule are lighter. Each cell shows its micro-batch number (micro-batch.chunk for the
+interleaved schedule) when it is wide enough. Idle time is hatched, so the bubble is what you see.
+The title gives makespan, bubble fraction and the steady-state delays.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.patches import Patch, Rectangle  # noqa: E402
+
+COLORS = {0: "#4c78a8", 1: "#59a14f", 2: "#b07aa1"}  # F, B, W
+NAMES = {0: "F", 1: "B", 2: "W"}
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def load(path):
+    with h5py.File(path, "r") as f:
+        if "schedule" not in f or "start" not in f["schedule"]:
+            raise SystemExit(f"{path}: no op table (/schedule/start); was it written with --out by `stale schedule`?")
+        g = f["schedule"]
+        ops = {k: g[k][()] for k in ("start", "end", "stage", "block", "kind", "microbatch", "flags")}
+        info = {k: text(v) for k, v in f.attrs.items()}
+        info["makespan"] = float(g.attrs["makespan"])
+        info["bubble"] = float(g.attrs["bubble_fraction"])
+        if "delay_summary" in f:
+            d = f["delay_summary"].attrs
+            info["delay"] = {k: float(d[k]) for k in d}
+        return ops, info
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("file")
+    ap.add_argument("-o", "--out", help="PNG path (default: FILE with .png)")
+    ap.add_argument("--until", type=float, help="draw only ops that start before this time")
+    ap.add_argument("--no-labels", action="store_true", help="no micro-batch numbers in the cells")
+    args = ap.parse_args()
+
+    ops, info = load(args.file)
+    out = args.out or os.path.splitext(args.file)[0] + ".png"
+    stages = int(info["stages"])
+    chunks = int(info.get("chunks", 1))
+    horizon = info["makespan"] if args.until is None else min(args.until, info["makespan"])
+    keep = ops["start"] < horizon
+    start, end = ops["start"][keep], np.minimum(ops["end"][keep], horizon)
+    stage, kind, mb, flags, block = (ops[k][keep] for k in ("stage", "kind", "microbatch", "flags", "block"))
+
+    width = min(60.0, max(8.0, 0.12 * horizon + 3))
+    height = min(40.0, max(2.0, 0.35 * stages + 1.2))
+    fig, ax = plt.subplots(figsize=(width, height))
+    # idle time first, hatched; ops are drawn over it
+    for s in range(stages):
+        ax.add_patch(Rectangle((0, s - 0.4), horizon, 0.8, facecolor="white", edgecolor="#bbbbbb", hatch="///", lw=0))
+    verts, colors = [], []
+    for t0, t1, s, k, b in zip(start, end, stage, kind, block):
+        verts.append([(t0, s - 0.4), (t1, s - 0.4), (t1, s + 0.4), (t0, s + 0.4)])
+        # later chunks of the interleaved schedule in lighter shades of their kind's colour
+        shade = 0.45 * (b // stages) / (chunks - 1) if chunks > 1 else 0.0
+        rgb = np.array(matplotlib.colors.to_rgb(COLORS[int(k)]))
+        colors.append(tuple(rgb + (1 - rgb) * shade))
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="white", linewidths=0.4))
+
+    for t1, s, fl in zip(end, stage, flags):
+        if fl & 1:
+            ax.plot([t1, t1], [s - 0.4, s + 0.4], color="black", lw=0.8)
+        if fl & 2:
+            ax.plot([t1, t1], [s - 0.45, s + 0.45], color="red", lw=1.2)
+
+    ax.set_xlim(0, horizon)
+    ax.set_ylim(stages - 0.5, -0.5)
+    ax.set_yticks(range(stages))
+    ax.set_yticklabels([f"stage {s}" for s in range(stages)])
+    ax.set_xlabel("time (slots with unit costs)")
+    title = (f"{info.get('schedule', '?')}: S={stages} M={info.get('microbatches', '?')}"
+             f" a={info.get('accumulation', '?')}" + (f" v={chunks}" if chunks > 1 else "")
+             + f"   makespan {info['makespan']:.6g}   bubble {info['bubble']:.3f}")
+    d = info.get("delay")
+    if d and d.get("steady_updates", 0) > 0:
+        title += f"   steady delay max {d['steady_max_delay']:.0f} mean {d['steady_mean_delay']:.2f}"
+    elif d:
+        title += f"   delay max {d['max_delay']:.0f} mean {d['mean_delay']:.2f}"
+    ax.set_title(title, fontsize=10)
+    handles = [Patch(color=COLORS[k], label=NAMES[k]) for k in sorted(set(int(k) for k in kind))]
+    handles.append(Patch(facecolor="white", edgecolor="#999999", hatch="///", label="idle"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+
+    # micro-batch numbers where they fit, measured on the laid-out axes
+    if not args.no_labels and len(start) <= 20000:
+        fontsize = 7
+        px_per_unit = ax.get_window_extent().width / horizon
+        char_px = 0.62 * fontsize * fig.dpi / 72
+        for t0, t1, s, m, b in zip(start, end, stage, mb, block):
+            label = str(m) if chunks == 1 else f"{m}.{b // stages}"
+            if (t1 - t0) * px_per_unit >= char_px * (len(label) + 0.2):
+                ax.text((t0 + t1) / 2, s, label, ha="center", va="center", fontsize=fontsize, color="white")
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

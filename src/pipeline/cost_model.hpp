@@ -1,0 +1,80 @@
+#pragma once
+// How long each op takes (design.md "Simulator"). Durations are in abstract time units; the
+// default (every F and B takes 1, W takes 0, no latency, no noise) is the slot clock of the
+// papers.
+//
+//  - forward, backward, weight: t_F, t_B, t_W per device (one value for all, or one per
+//    stage). In a schedule without split backward, B does the whole backward and takes
+//    t_B + t_W; with split backward (zb-h1) B takes t_B and W takes t_W. With v chunks per
+//    device (interleaved) each chunk op takes 1/v of its device's cost.
+//  - latency: added to every dependency that crosses devices (activation or gradient
+//    transfer); the same device's next op does not pay it.
+//  - jitter σ: each op's duration is multiplied by exp(σ z − σ²/2), z ~ N(0, 1): lognormal
+//    noise with mean 1, so expected costs stay the nominal ones.
+//  - straggler_prob p, straggler_slowdown f: with probability p an op takes f times longer.
+//  - seed: draws come from stale::Rng(seed, Stream::StageTime, device), one normal and one
+//    uniform per op in the device's program order, so a run is a pure function of the seed
+//    and the schedule, whatever order the simulator processes devices in.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/core/rng.hpp"
+
+namespace stale {
+
+class CostModel {
+ public:
+  CostModel() = default;  // unit slot clock
+
+  // "key=value" settings applied in order; throws UserError naming the key and what is valid.
+  static CostModel parse(const std::vector<std::string>& settings);
+  void set(const std::string& key, const std::string& value);
+  void set(const std::string& setting);  // "key=value"
+  static const std::vector<std::string>& keys();
+
+  // canonical "key=value,..." text: parse(split(describe())) reproduces the model
+  std::string describe() const;
+
+  // checks the per-stage lists against a schedule's device count (UserError otherwise)
+  void check_stages(int stages) const;
+
+  double forward(int device) const { return pick(forward_, device); }
+  double backward(int device) const { return pick(backward_, device); }
+  double weight(int device) const { return pick(weight_, device); }
+  double latency() const { return latency_; }
+  double jitter() const { return jitter_; }
+  double straggler_prob() const { return straggler_prob_; }
+  double straggler_slowdown() const { return straggler_slowdown_; }
+  uint64_t seed() const { return seed_; }
+  bool random() const { return jitter_ > 0 || (straggler_prob_ > 0 && straggler_slowdown_ != 1.0); }
+
+  // every duration and the latency multiplied by `factor` (the noise draws are unchanged)
+  CostModel scaled(double factor) const;
+
+  // The multiplicative noise of the next op of one device; pure given (seed, device, order).
+  class Noise {
+   public:
+    Noise(const CostModel& m, int device)
+        : rng_(m.seed_, Stream::StageTime, static_cast<uint64_t>(device)),
+          sigma_(m.jitter_),
+          prob_(m.straggler_prob_),
+          slowdown_(m.straggler_slowdown_) {}
+    double next();
+
+   private:
+    Rng rng_;
+    double sigma_, prob_, slowdown_;
+  };
+
+ private:
+  static double pick(const std::vector<double>& v, int device) { return v.size() == 1 ? v[0] : v[device]; }
+  std::vector<double> forward_{1.0}, backward_{1.0}, weight_{0.0};
+  double latency_ = 0.0;
+  double jitter_ = 0.0;
+  double straggler_prob_ = 0.0;
+  double straggler_slowdown_ = 1.0;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace stale

@@ -1,0 +1,27 @@
+// PACI (Elam et al. 2026, "Breaking the Bubble"; theory.md §5): asynchronous 1F1B with the
+// flush removed, so the pipeline never drains between global batches.
+//  - stage s (0-indexed) holds at most S − s micro-batches in flight (Megatron's 1F1B memory);
+//  - backward first: a stage runs B whenever one is ready, else F if its limit allows;
+//  - each stage steps its own optimizer after every `a` backward passes (a = micro-batches
+//    per global batch); no barrier, no all-reduce;
+//  - no weight stashing: F reads the block as it is at F time, B as it is at B time.
+// So a micro-batch crosses at most ⌈(S − 1 − s)/a⌉ updates of stage s between its F and B.
+#include "src/pipeline/schedule_builder.hpp"
+
+namespace stale::detail {
+
+Schedule make_paci(const ScheduleParams& p) {
+  Schedule s = base_schedule("paci", p);
+  s.stash = false;
+  const int S = s.stages;
+  AsyncRules rules;
+  rules.inflight_limit.resize(S);
+  for (int st = 0; st < S; ++st) rules.inflight_limit[st] = S - st;
+  rules.alternate = false;
+  generate_async_1f1b(s, rules);
+  flag_every(s, s.accumulation);
+  s.inflight_bound = rules.inflight_limit;
+  return s;
+}
+
+}  // namespace stale::detail

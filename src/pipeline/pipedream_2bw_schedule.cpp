@@ -1,0 +1,27 @@
+// PipeDream-2BW (Narayanan et al., ICML 2021, "Memory-Efficient Pipeline-Parallel DNN
+// Training"): double-buffered weight updates.
+//  - 1F1B without flush, Megatron memory: stage s holds at most S − s micro-batches;
+//  - each stage steps after every m = `accumulation` micro-batches with their accumulated
+//    gradient (the step flag sits on the m-th B);
+//  - F reads the newest version; B uses the version its F saw (stashing), so with m >= S
+//    at most two versions of a block are ever alive (the paper's "2BW"), and the gradient
+//    applied at a step was computed on the version one step old.
+#include "src/pipeline/schedule_builder.hpp"
+
+namespace stale::detail {
+
+Schedule make_2bw(const ScheduleParams& p) {
+  Schedule s = base_schedule("2bw", p);
+  s.stash = true;
+  const int S = s.stages;
+  AsyncRules rules;
+  rules.inflight_limit.resize(S);
+  for (int st = 0; st < S; ++st) rules.inflight_limit[st] = S - st;
+  rules.alternate = false;
+  generate_async_1f1b(s, rules);
+  flag_every(s, s.accumulation);
+  s.inflight_bound = rules.inflight_limit;
+  return s;
+}
+
+}  // namespace stale::detail

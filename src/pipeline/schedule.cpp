@@ -1,0 +1,225 @@
+// The schedule registry, parameter checks, and the helpers the generators share.
+#include "src/pipeline/schedule.hpp"
+
+#include <limits>
+#include <sstream>
+
+#include "src/core/error.hpp"
+#include "src/pipeline/schedule_builder.hpp"
+
+namespace stale {
+
+namespace {
+
+using Generator = Schedule (*)(const ScheduleParams&);
+
+struct Entry {
+  ScheduleInfo info;
+  Generator make;
+};
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries = {
+      {{"naive", "one micro-batch at a time through the whole pipeline; step every a micro-batches"},
+       detail::make_naive},
+      {{"gpipe", "all F then all B per mini-batch of a micro-batches, flush (Huang et al. 2019)"},
+       detail::make_gpipe},
+      {{"1f1b-flush", "warm-up S-1-s F, then 1F1B, cool-down, flush per mini-batch (PipeDream-Flush / DAPPLE)"},
+       detail::make_1f1b_flush},
+      {{"pipedream", "asynchronous 1F1B, at most S in flight, weight stashing, step per B (theory.md 4)"},
+       detail::make_pipedream},
+      {{"paci", "asynchronous 1F1B, stage s holds S-s, no stashing, step every a B (theory.md 5)"},
+       detail::make_paci},
+      {{"2bw", "PipeDream-2BW: 1F1B without flush, step every a micro-batches, two stashed versions"},
+       detail::make_2bw},
+      {{"interleaved", "Megatron interleaved 1F1B, v chunks per device, flush per mini-batch"},
+       detail::make_interleaved},
+      {{"zb-h1", "zero bubble H1: B split into B and W, 1F1B memory, W fills bubbles, flush"},
+       detail::make_zero_bubble_h1},
+      {{"localsgd", "R replicas interleaved in one pipeline, H local steps, drain + average per round (theory.md 6)"},
+       detail::make_localsgd},
+  };
+  return entries;
+}
+
+std::string valid_names() {
+  std::string out;
+  for (const auto& e : registry()) out += (out.empty() ? "" : ", ") + e.info.name;
+  return out;
+}
+
+[[noreturn]] void bad(const std::string& schedule, const std::string& msg) {
+  throw UserError("schedule " + schedule + ": " + msg);
+}
+
+// Fills defaults and rejects parameters that do not apply, so that a typo'd option is never
+// silently ignored.
+ScheduleParams resolve(const std::string& name, ScheduleParams p) {
+  if (p.stages < 1) bad(name, "stages must be >= 1 (got " + std::to_string(p.stages) + ")");
+  if (p.microbatches < 1) bad(name, "microbatches must be >= 1 (got " + std::to_string(p.microbatches) + ")");
+  if (p.microbatches > std::numeric_limits<int32_t>::max())
+    bad(name, "microbatches must be < 2^31 (got " + std::to_string(p.microbatches) + ")");
+  if (p.accumulation < 0) bad(name, "accumulation must be >= 1 (got " + std::to_string(p.accumulation) + ")");
+  if (p.replicas < 0) bad(name, "replicas must be >= 1 (got " + std::to_string(p.replicas) + ")");
+  if (p.local_steps < 0) bad(name, "local_steps must be >= 1 (got " + std::to_string(p.local_steps) + ")");
+  if (p.chunks < 0) bad(name, "chunks must be >= 1 (got " + std::to_string(p.chunks) + ")");
+
+  const bool flush = name == "gpipe" || name == "1f1b-flush" || name == "interleaved" || name == "zb-h1";
+  if (name == "localsgd") {
+    if (p.replicas == 0) p.replicas = p.stages;
+    if (p.local_steps == 0) p.local_steps = 1;
+    if (p.accumulation > 1)
+      bad(name, "accumulation must be 1 (each replica steps after every micro-batch; use local_steps for H)");
+  } else {
+    if (p.replicas > 0) bad(name, "replicas applies only to localsgd");
+    if (p.local_steps > 0) bad(name, "local_steps applies only to localsgd");
+  }
+  if (name == "interleaved") {
+    if (p.chunks == 0) p.chunks = 2;
+  } else if (p.chunks > 1) {
+    bad(name, "chunks applies only to interleaved");
+  }
+  if (p.chunks == 0) p.chunks = 1;
+  if (name == "pipedream" && p.accumulation > 1)
+    bad(name, "accumulation must be 1 (PipeDream steps after every backward pass; paci and 2bw accumulate)");
+  if (p.accumulation == 0) {
+    if (flush)
+      p.accumulation = static_cast<int>(std::min<int64_t>(p.microbatches, std::numeric_limits<int>::max()));
+    else if (name == "2bw")
+      p.accumulation = p.stages;  // the least for which two versions suffice
+    else
+      p.accumulation = 1;
+  }
+  const int64_t blocks = static_cast<int64_t>(p.stages) * p.chunks;
+  if (blocks > std::numeric_limits<uint16_t>::max())
+    bad(name, "stages x chunks must be <= 65535 (got " + std::to_string(blocks) + ")");
+  const int64_t ops = blocks * p.microbatches * (name == "zb-h1" ? 3 : 2);
+  if (ops > (int64_t{1} << 31))
+    bad(name, "stages x chunks x microbatches is too large (" + std::to_string(ops) +
+                  " ops; at most 2^31, which is already 16 GiB of schedule)");
+  return p;
+}
+
+}  // namespace
+
+const std::vector<ScheduleInfo>& schedule_catalog() {
+  static const std::vector<ScheduleInfo> infos = [] {
+    std::vector<ScheduleInfo> out;
+    for (const auto& e : registry()) out.push_back(e.info);
+    return out;
+  }();
+  return infos;
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> out;
+  for (const auto& e : registry()) out.push_back(e.info.name);
+  return out;
+}
+
+Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
+  for (const auto& e : registry())
+    if (e.info.name == name) return e.make(resolve(name, params));
+  throw UserError("unknown schedule '" + name + "'; valid: " + valid_names());
+}
+
+void check_schedule(const Schedule& s) {
+  const int nb = s.blocks();
+  const int64_t M = s.microbatches;
+  STALE_CHECK(static_cast<int>(s.offsets.size()) == s.stages + 1, "offsets must have stages + 1 entries");
+  STALE_CHECK(s.size() == int64_t{nb} * M * s.ops_per_block_microbatch(), "wrong number of ops");
+  // per (block, kind): the next micro-batch expected for F (order) and a seen-count for B/W
+  std::vector<int64_t> nextF(nb, 0);
+  std::vector<uint8_t> seen(static_cast<size_t>(nb) * M, 0);  // bit 1: B, bit 2: W
+  auto fail = [&](int d, const Op& op, const char* what) {
+    std::ostringstream os;
+    os << s.name << ": device " << d << " op " << op_kind_letter(op.kind) << op.microbatch << " (block " << op.block
+       << "): " << what;
+    throw InternalError(os.str());
+  };
+  for (int d = 0; d < s.stages; ++d) {
+    for (const Op& op : s.program(d)) {
+      if (op.block >= nb || s.device_of(op.block) != d) fail(d, op, "block not held by this device");
+      if (op.microbatch < 0 || op.microbatch >= M) fail(d, op, "micro-batch out of range");
+      uint8_t& bits = seen[static_cast<size_t>(op.microbatch) * nb + op.block];
+      switch (op.kind) {
+        case OpKind::Forward:
+          if (op.microbatch != nextF[op.block]) fail(d, op, "F out of micro-batch order or repeated");
+          ++nextF[op.block];
+          break;
+        case OpKind::Backward:
+          if (bits & 1) fail(d, op, "B repeated");
+          if (op.microbatch >= nextF[op.block]) fail(d, op, "B before its F on the same device");
+          bits |= 1;
+          break;
+        case OpKind::Weight:
+          if (!s.split_backward) fail(d, op, "W in a schedule without split backward");
+          if (bits & 2) fail(d, op, "W repeated");
+          if (!(bits & 1)) fail(d, op, "W before its B on the same device");
+          bits |= 2;
+          break;
+      }
+    }
+  }
+  for (int b = 0; b < nb; ++b)
+    STALE_CHECK(nextF[b] == M, "a block is missing forwards");
+  const uint8_t want = s.split_backward ? 3 : 1;
+  for (uint8_t bits : seen) STALE_CHECK(bits == want, "a block/micro-batch is missing its B or W");
+}
+
+namespace detail {
+
+ProgramBuilder::ProgramBuilder(Schedule& s, const std::vector<int64_t>& ops_per_device) : s_(s) {
+  s_.offsets.assign(s_.stages + 1, 0);
+  for (int d = 0; d < s_.stages; ++d) s_.offsets[d + 1] = s_.offsets[d] + ops_per_device[d];
+  s_.ops.assign(static_cast<size_t>(s_.offsets.back()), Op{});
+  cursor_.assign(s_.offsets.begin(), s_.offsets.end() - 1);
+}
+
+void ProgramBuilder::finish() const {
+  for (int d = 0; d < s_.stages; ++d)
+    STALE_CHECK(cursor_[d] == s_.offsets[d + 1], "a generator emitted fewer ops than it declared");
+}
+
+Schedule base_schedule(const std::string& name, const ScheduleParams& p) {
+  Schedule s;
+  s.name = name;
+  s.stages = p.stages;
+  s.chunks = p.chunks;
+  s.microbatches = p.microbatches;
+  s.accumulation = p.accumulation;
+  return s;
+}
+
+void flag_every(Schedule& s, int a) {
+  const OpKind g = s.gradient_kind();
+  std::vector<int64_t> count(s.blocks(), 0);
+  for (Op& op : s.ops) {
+    if (op.kind != g) continue;
+    const int64_t c = ++count[op.block];
+    if (c % a == 0 || c == s.microbatches) op.flags |= op_flag::Update;
+  }
+}
+
+void flag_flush(Schedule& s, int64_t m) {
+  // Scanning each program backwards, the first gradient op met for a (block, mini-batch) is
+  // that block's last one of the mini-batch.
+  const OpKind g = s.gradient_kind();
+  std::vector<int64_t> flagged_group(s.blocks(), -1);
+  for (int d = 0; d < s.stages; ++d) {
+    auto prog = s.program(d);
+    for (int64_t i = static_cast<int64_t>(prog.size()) - 1; i >= 0; --i) {
+      Op& op = s.ops[s.offsets[d] + i];
+      if (op.kind != g) continue;
+      const int64_t group = op.microbatch / m;
+      if (flagged_group[op.block] != group) {
+        op.flags |= op_flag::Update;
+        flagged_group[op.block] = group;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+}  // namespace stale

@@ -1,0 +1,106 @@
+#pragma once
+// Pipeline schedules as data (design.md "Schedule"; style.md "DeepSpeed / torchgpipe").
+//
+// A schedule is, for each device (pipeline stage), the ordered list of ops it executes: F
+// (forward of one micro-batch through one block), B (backward; with `split_backward` only
+// the input gradient) and W (weight gradient, zero-bubble schedules). Every consumer reads
+// the same list: the simulator times it, the delay extractor numbers its block updates, the
+// timeline plot draws it, and methods execute it over an objective.
+//
+// Dependencies are not stored: they follow from (kind, block, micro-batch) alone and are the
+// same for every schedule, which is what lets the simulator stay O(1) per op:
+//   F(b, mb) needs F(b−1, mb);  B(b, mb) needs F(b, mb) and B(b+1, mb);  W(b, mb) needs B(b, mb);
+// plus program order on each device. Everything a schedule adds (in-flight limits, flushes,
+// LocalSGD drains, replica ordering) is expressed through the order of each device's list.
+//
+// Weight-version semantics are carried by flags and two schedule-wide facts:
+//   - an op flagged `Update` ends with an optimizer step of its block (the gradient
+//     accumulated since the block's previous step, i.e. `accumulation` micro-batches);
+//   - an op flagged `Average` ends with the replica average of its block (LocalSGD);
+//   - `stash`: B reads the block version its F read (PipeDream, 2BW); otherwise B reads the
+//     version current when B starts (PACI, no stashing);
+//   - `replicas` > 1: micro-batch mb trains model copy mb mod replicas (LocalSGD), and
+//     versions and update indices are counted per copy.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace stale {
+
+enum class OpKind : uint8_t { Forward = 0, Backward = 1, Weight = 2 };
+
+inline char op_kind_letter(OpKind k) { return k == OpKind::Forward ? 'F' : k == OpKind::Backward ? 'B' : 'W'; }
+
+namespace op_flag {
+inline constexpr uint8_t Update = 1;   // optimizer step of the op's block after this op
+inline constexpr uint8_t Average = 2;  // replica average of the op's block after this op
+}  // namespace op_flag
+
+struct Op {
+  int32_t microbatch = 0;
+  uint16_t block = 0;  // virtual stage; device = block mod stages
+  OpKind kind = OpKind::Forward;
+  uint8_t flags = 0;
+
+  bool updates() const { return flags & op_flag::Update; }
+  bool averages() const { return flags & op_flag::Average; }
+};
+static_assert(sizeof(Op) == 8, "Op is kept at 8 bytes: a schedule at S = 128, M = 1e5 holds 2.6e7 of them");
+
+struct Schedule {
+  std::string name;
+  int stages = 0;            // devices, the rows of the timeline
+  int chunks = 1;            // model chunks per device (interleaved); blocks = stages · chunks
+  int64_t microbatches = 0;  // M
+  int accumulation = 1;      // micro-batches per optimizer step of a block
+  int replicas = 1;          // LocalSGD R: micro-batch mb trains copy mb mod R
+  int local_steps = 0;       // LocalSGD H (0 for other schedules)
+  bool split_backward = false;  // B is the input gradient only, W the weight gradient
+  bool stash = false;           // B reads the version its F read
+  // the in-flight bound each device's program guarantees by construction (activations of
+  // micro-batch·chunk pairs whose F started and whose last backward op has not finished)
+  std::vector<int64_t> inflight_bound;
+  std::vector<int64_t> offsets;  // device d runs ops[offsets[d] .. offsets[d + 1])
+  std::vector<Op> ops;
+
+  int blocks() const { return stages * chunks; }
+  int device_of(int block) const { return block % stages; }
+  int replica_of(int64_t mb) const { return replicas == 1 ? 0 : static_cast<int>(mb % replicas); }
+  // the op that completes a block's gradient for a micro-batch, and so may carry a step
+  OpKind gradient_kind() const { return split_backward ? OpKind::Weight : OpKind::Backward; }
+  int ops_per_block_microbatch() const { return split_backward ? 3 : 2; }
+  std::span<const Op> program(int device) const {
+    return {ops.data() + offsets[device], static_cast<size_t>(offsets[device + 1] - offsets[device])};
+  }
+  int64_t size() const { return static_cast<int64_t>(ops.size()); }
+};
+
+// What a user may set; 0 means "the schedule's default" (see schedule_catalog()).
+struct ScheduleParams {
+  int stages = 1;
+  int64_t microbatches = 1;
+  int accumulation = 0;
+  int replicas = 0;     // LocalSGD only; default = stages
+  int local_steps = 0;  // LocalSGD only; default 1
+  int chunks = 0;       // interleaved only; default 2
+};
+
+struct ScheduleInfo {
+  std::string name;
+  std::string summary;  // one line: the rule and the paper
+};
+
+// Every schedule, in the order a listing shows them.
+const std::vector<ScheduleInfo>& schedule_catalog();
+std::vector<std::string> schedule_names();
+
+// Builds a schedule; throws UserError naming the parameter at fault.
+Schedule make_schedule(const std::string& name, const ScheduleParams& params);
+
+// Structural invariants every schedule must satisfy (each block·micro-batch has exactly one
+// F, one B and, when split, one W, on the block's device, with W after B; F in micro-batch
+// order per block). Throws InternalError describing the first violation.
+void check_schedule(const Schedule& s);
+
+}  // namespace stale

@@ -1,0 +1,91 @@
+// Flush schedules: the bubbles the papers state, exactly, on the slot clock.
+#include <doctest/doctest.h>
+
+#include "tests/pipeline/pipeline_test_util.hpp"
+
+using namespace stale;
+
+TEST_CASE("gpipe and 1f1b-flush with unit costs idle exactly (S - 1)/(M + S - 1) for one mini-batch of M") {
+  for (const char* name : {"gpipe", "1f1b-flush"})
+    for (int S = 1; S <= 12; ++S)
+      for (int64_t M = 1; M <= 24; ++M) {
+        CAPTURE(name);
+        CAPTURE(S);
+        CAPTURE(M);
+        const SimResult r = simulate(make_schedule(name, {S, M}));
+        CHECK(r.makespan == 2.0 * (M + S - 1));
+        CHECK(r.bubble_overall == doctest::Approx(double(S - 1) / double(M + S - 1)).epsilon(1e-12));
+        for (int d = 0; d < S; ++d) CHECK(r.bubble[d] == doctest::Approx(r.bubble_overall).epsilon(1e-12));
+      }
+}
+
+TEST_CASE("gpipe and 1f1b-flush flush per mini-batch: every read of a mini-batch sees the version left by the last one") {
+  for (const char* name : {"gpipe", "1f1b-flush"}) {
+    const int S = 4, m = 6;
+    const SimResult r = simulate(make_schedule(name, {S, 5 * m - 2, m}));
+    for (int64_t mb = 0; mb < 5 * m - 2; ++mb)
+      for (int j = 0; j < S; ++j) {
+        CHECK(r.forward_version[mb * S + j] == mb / m);
+        CHECK(r.backward_version[mb * S + j] == mb / m);
+      }
+    CHECK(r.makespan == 4 * 2.0 * (m + S - 1) + 2.0 * (m - 2 + S - 1));
+  }
+}
+
+TEST_CASE("1f1b-flush holds at most S - s activations on stage s, gpipe all m") {
+  const SimResult a = simulate(make_schedule("1f1b-flush", {6, 30, 10}));
+  CHECK(a.peak_inflight == std::vector<int64_t>{6, 5, 4, 3, 2, 1});
+  const SimResult b = simulate(make_schedule("gpipe", {6, 30, 10}));
+  CHECK(b.peak_inflight == std::vector<int64_t>(6, 10));
+}
+
+TEST_CASE("interleaved 1F1B with v chunks idles (S - 1)/(v m + S - 1): the bubble shrinks by v") {
+  for (int S : {1, 2, 4, 8})
+    for (int v : {1, 2, 3, 4})
+      for (int k : {1, 2, 3}) {
+        CAPTURE(S);
+        CAPTURE(v);
+        CAPTURE(k);
+        const int64_t m = int64_t{S} * k;
+        ScheduleParams p{S, m};
+        p.chunks = v;
+        const SimResult r = simulate(make_schedule("interleaved", p));
+        CHECK(r.bubble_overall == doctest::Approx(double(S - 1) / double(v * m + S - 1)).epsilon(1e-12));
+      }
+}
+
+TEST_CASE("interleaved with one chunk is 1f1b-flush") {
+  for (int S : {2, 4, 5}) {
+    ScheduleParams p{S, 4 * int64_t{S}, 2 * S};
+    p.chunks = 1;
+    const Schedule a = make_schedule("interleaved", p);
+    p.chunks = 0;
+    const Schedule b = make_schedule("1f1b-flush", p);
+    const SimResult ra = simulate(a), rb = simulate(b);
+    CHECK(ra.makespan == rb.makespan);
+    CHECK(ra.peak_inflight == rb.peak_inflight);
+  }
+}
+
+TEST_CASE("zb-h1 with t_F = t_B = t_W takes 3m + S - 1, against 1f1b-flush's 3m + 3(S - 1), at the same peak memory") {
+  CostModel c;
+  c.set("weight=1");
+  for (int S = 1; S <= 10; ++S)
+    for (int64_t m : {int64_t{S}, int64_t{S} + 3, 3 * int64_t{S}}) {
+      CAPTURE(S);
+      CAPTURE(m);
+      const SimResult zb = simulate(make_schedule("zb-h1", {S, m}), c);
+      const SimResult fl = simulate(make_schedule("1f1b-flush", {S, m}), c);
+      CHECK(zb.makespan == 3.0 * m + (S - 1));
+      CHECK(fl.makespan == 3.0 * m + 3.0 * (S - 1));
+      const int64_t zb_peak = *std::max_element(zb.peak_inflight.begin(), zb.peak_inflight.end());
+      const int64_t fl_peak = *std::max_element(fl.peak_inflight.begin(), fl.peak_inflight.end());
+      CHECK(zb_peak == fl_peak);
+    }
+}
+
+TEST_CASE("naive runs one op at a time: makespan is the sum of every op") {
+  CostModel c = CostModel::parse({"forward=1,2,3", "backward=2,2,1"});
+  const SimResult r = simulate(make_schedule("naive", {3, 7}), c);
+  CHECK(r.makespan == 7 * (1 + 2 + 3 + 2 + 2 + 1));
+}
