@@ -9,6 +9,7 @@
 #include <climits>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace stale {
 
@@ -35,6 +36,8 @@ std::unique_ptr<DelayModel> make_uniform_delay(int64_t delta, uint64_t seed);
 std::unique_ptr<DelayModel> make_geometric_delay(double mean, int64_t delta, uint64_t seed);
 // replay a K × S table (CSV rows, or /delays of a run or schedule .h5 file)
 std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages);
+// a table held in memory, row-major K × S (e.g. a simulated schedule's delays)
+std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin);
 
 // config → model; checks delay.* keys against the run (stages, updates)
 std::unique_ptr<DelayModel> make_delay_model(const Config& cfg, int stages, int64_t updates);

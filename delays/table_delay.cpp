@@ -80,6 +80,10 @@ std::vector<int64_t> read_csv(const std::string& path, int64_t& rows, int& cols)
 
 }  // namespace
 
+std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin) {
+  return std::make_unique<TableDelay>(std::move(table), rows, cols, origin);
+}
+
 std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages) {
   if (path.empty()) throw UserError("config: delay.path is empty; the table delay model needs a .csv or .h5 file");
   if (!std::filesystem::exists(path)) throw UserError("config: delay.path = \"" + path + "\": file not found");

@@ -1,6 +1,6 @@
 // Randomized block-coordinate SGD with fresh reads: RPD without staleness.
 //
-//   s_k ~ U{1..S}, m_k ~ U{1..M}:  w_{k+1}^(s_k) = w_k^(s_k) − γ (∇_{w^(s_k)} f_{m_k}(w_k) + ξ_k)
+//   s_k ~ U{1..S}, m_k ~ U{1..M}:  w_{k+1}^(s_k) = w_k^(s_k) − γ_k (∇_{w^(s_k)} f_{m_k}(w_k) + ξ_k)
 //
 // RPD (rpd.cpp) with the zero delay model must reproduce this bit for bit: both draw s_k
 // and m_k from the same streams in the same order and evaluate the same block gradient.
@@ -18,6 +18,8 @@ class Bcd final : public Method {
     StageSampler stages(f.stages(), p_.seed);
     BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
     GradientNoise noise(p_.grad_noise_std, p_.seed);
+    std::vector<std::unique_ptr<BlockOptimizer>> rules;
+    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p_.rule, P.size(s)));
     Vec g(P.max_size()), delta;
     obs.on_start(w);
     for (int64_t k = 0; k < p_.updates && !obs.should_stop(); ++k) {
@@ -26,8 +28,7 @@ class Bcd final : public Method {
       auto gs = g.head(P.size(s));
       f.batch_block_grad(w, m, s, gs);
       noise.add(gs);
-      delta = -p_.lr * gs;
-      P.block(w, s) += delta;
+      rules[s]->step(P.block(w, s), gs, p_.lr_schedule.at(k), delta);
       UpdateEvent e;
       e.k = k + 1;
       e.stage = s;

@@ -4,15 +4,18 @@
 // construction; per-run state (version store, sampler streams) is built inside run(), so a
 // Method object can run twice with identical results.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "objectives/objective.hpp"
+#include "optimizers/update_rule.hpp"
 
 namespace stale {
 
 class Config;
+class RunLog;
 
 struct UpdateEvent {
   int64_t k = 0;            // block updates done, this one included
@@ -22,6 +25,8 @@ struct UpdateEvent {
   double stale_dist = 0;    // ‖w_k − z_k‖, distance of the read point from the current iterate
   const std::vector<int64_t>* delays = nullptr;  // per-block delays of this update (stale methods)
   double time = -1;         // simulated time at the update's end (schedule-driven methods)
+  double batch_loss = std::numeric_limits<double>::quiet_NaN();  // loss at the last stage's forward
+                                                                 // of the update's micro-batch
 };
 
 class RunObserver {
@@ -39,10 +44,15 @@ class Method {
  public:
   virtual ~Method() = default;
   virtual std::string name() const = 0;
+  // work that depends on the objective but not on the run (planning and simulating a
+  // schedule); the runner calls it before asking for delay_bound()
+  virtual void prepare(const Objective& f) const {}
   // run from w (updated in place) until K block updates are done or the observer stops it
   virtual void run(const Objective& f, Vec& w, RunObserver& obs) const = 0;
   // δ the bound of theory.md §3 is evaluated with (0 for fresh-read methods)
   virtual int64_t delay_bound() const { return 0; }
+  // what the method measured beyond the metrics (schedule, crossing counts) into the run file
+  virtual void write_report(RunLog& log) const {}
   // the delay model's name and steady-state mean, for the run file
   virtual std::string delay_name() const { return "zero"; }
   virtual double delay_mean() const { return 0.0; }
@@ -55,7 +65,16 @@ struct MethodParams {
   uint64_t seed = 0;
   double grad_noise_std = 0;  // additive Gaussian noise on every block gradient
   bool cyclic_batches = false;
+  UpdateRuleParams rule;      // sgd | momentum | adamw, per block
+  LrSchedule lr_schedule;     // γ_k over block updates
   static MethodParams from_config(const Config& cfg);
+};
+
+// RPD tied to a schedule: update k updates block stages[k] on batch batches[k] (empty: RPD's
+// uniform draws) and ends at simulated time times[k] (empty: no simulated clock)
+struct RpdOrder {
+  std::vector<int> stages, batches;
+  std::vector<double> times;
 };
 
 std::unique_ptr<Method> make_method(const Config& cfg, const Objective& f);

@@ -19,6 +19,15 @@ class BatchSampler {
   int64_t t_ = 0;
 };
 
+// the batch each micro-batch mb = 0..M−1 reads: the sampler's draws in micro-batch order
+// (shared by schedule methods and by RPD replaying a schedule, so both read the same data)
+inline std::vector<int> microbatch_batches(int64_t M, int batches, bool cyclic, uint64_t seed) {
+  BatchSampler s(batches, cyclic, seed);
+  std::vector<int> out(M);
+  for (auto& b : out) b = s.next();
+  return out;
+}
+
 class StageSampler {
  public:
   StageSampler(int stages, uint64_t seed) : S_(stages), rng_(seed, Stream::StageSample) {}

@@ -1,10 +1,11 @@
 // Mini-batch SGD, all blocks at once, fresh reads — the baseline every stale method is
 // compared with:
 //
-//   w_{t+1} = w_t − γ (∇f_{m_t}(w_t) + ξ_t),   m_t uniform (or cyclic), ξ_t ~ N(0, σ² I)
+//   w_{t+1} = w_t − γ_t (∇f_{m_t}(w_t) + ξ_t),   m_t uniform (or cyclic), ξ_t ~ N(0, σ² I)
 //
-// One step updates all S blocks, so it advances the block-update counter k by S
-// (theory.md §1 counts block updates). Robbins & Monro (1951).
+// (or the momentum / AdamW rule of update_rule.hpp on the whole vector). One step updates
+// all S blocks, so it advances the block-update counter k by S (theory.md §1 counts block
+// updates). Robbins & Monro (1951).
 #include "optimizers/method.hpp"
 #include "optimizers/sampling.hpp"
 
@@ -18,15 +19,15 @@ class Sgd final : public Method {
     const int S = f.stages();
     BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
     GradientNoise noise(p_.grad_noise_std, p_.seed);
+    auto rule = make_block_optimizer(p_.rule, f.dim());
     Vec g, delta;
     obs.on_start(w);
     for (int64_t k = 0; k < p_.updates && !obs.should_stop(); k += S) {
       const int m = batches.next();
-      f.batch_value_grad(w, m, g);
-      noise.add(g);
-      delta = -p_.lr * g;
-      w += delta;
       UpdateEvent e;
+      e.batch_loss = f.batch_value_grad(w, m, g);
+      noise.add(g);
+      rule->step(w, g, p_.lr_schedule.at(k), delta);
       e.k = k + S;
       e.batch = m;
       e.grad_norm = g.norm();

@@ -3,7 +3,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <sys/wait.h>
 
 #include "src/config/config.hpp"
 #include "src/core/rng.hpp"

@@ -8,6 +8,7 @@
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/schedule_file.hpp"
 
 namespace stale {
 
@@ -25,7 +26,7 @@ struct RunLog::Impl {
   h5::Handle file, metrics, theory;
   // series, in MetricsRow order
   std::vector<std::string> names = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist",
-                                    "stage", "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall"};
+                                    "stage", "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss"};
   std::vector<h5::Appendable> series;
   std::vector<MetricsRow> rows;
   h5::Appendable iterates, iterates_k;
@@ -152,6 +153,21 @@ void RunLog::write_theory(const TheoryConstants& t) {
                  std::string("2 S Delta0 / (lr K) + lr S L G^2 + lr^2 L^2 delta^2 G^2 (theory.md section 3)"));
 }
 
+void RunLog::write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed) {
+  write_schedule_group(impl_->file.id(), s, sim, static_cast<int64_t>(s.ops.size()) <= kMaxDelayEntries);
+  auto g = h5::open_group(impl_->file.id(), "schedule");
+  h5::write_attr(g.id(), "name", s.name);
+  h5::write_attr(g.id(), "microbatches", s.microbatches);
+  h5::write_attr(g.id(), "accumulation", int64_t{s.accumulation});
+  h5::write_attr(g.id(), "replicas", int64_t{s.replicas});
+  h5::write_attr(g.id(), "stash", int64_t{s.stash});
+  h5::write_vector(g.id(), "max_crossed_simulated", sim.max_crossed);
+  h5::write_vector(g.id(), "max_crossed_measured", measured_crossed);
+  h5::write_attr(g.id(), "max_delay", sim.delays.max_overall());
+  h5::write_attr(g.id(), "steady_max_delay", sim.steady_delays.max_overall());
+  h5::write_attr(g.id(), "steady_mean_delay", sim.steady_delays.updates() ? sim.steady_delays.mean_overall() : 0.0);
+}
+
 void RunLog::flush() {
   auto& I = *impl_;
   if (!I.rows.empty()) {
@@ -181,6 +197,7 @@ void RunLog::flush() {
     put_d(12, [](const MetricsRow& r) { return r.bound_stale; });
     put_d(13, [](const MetricsRow& r) { return r.G; });
     put_d(14, [](const MetricsRow& r) { return r.wall; });
+    put_d(15, [](const MetricsRow& r) { return r.batch_loss; });
     I.rows.clear();
   }
   if (!I.itk_buf.empty()) {

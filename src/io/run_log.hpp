@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "src/core/types.hpp"
+#include "src/pipeline/schedule.hpp"
+#include "src/pipeline/simulator.hpp"
 
 namespace stale {
 
@@ -17,6 +19,7 @@ struct MetricsRow {
   double time = 0, loss = 0, subopt = 0, grad_norm_sq = 0, grad_norm_sq_mean = 0, stale_dist = 0;
   int64_t stage = -1, batch = -1;
   double bound = 0, bound_opt = 0, bound_stoch = 0, bound_stale = 0, G = 0, wall = 0;
+  double batch_loss = 0;  // loss at the last stage's forward of the latest update's micro-batch
 };
 
 struct TheoryConstants {
@@ -44,6 +47,9 @@ class RunLog {
   // delays of update k (one per block); kept as a K × S table, or summarised when too big
   void append_delays(const std::vector<int64_t>& delays);
   void write_theory(const TheoryConstants& t);
+  // schedule-driven methods: /schedule (op table while it fits, makespan, bubbles, peak
+  // memory) and the crossing counts the run measured per block (PACI's drift)
+  void write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed);
   void flush();
   void finish(const std::string& status, double wall_seconds, const std::string& message = "");
   void abort();

@@ -8,6 +8,8 @@
 
 namespace stale {
 
+bool write_schedule_group(hid_t parent, const Schedule& s, const SimResult& r, bool timeline);
+
 namespace {
 
 // DelayStats as per-block vectors (and the pair matrices when kept), computed here from its
@@ -69,40 +71,8 @@ void write_body(hid_t file, const Schedule& s, const SimResult& r, const Schedul
   h5::write_attr(file, "split_backward", int64_t{s.split_backward});
   h5::write_attr(file, "costs", o.costs);
 
-  {
-    h5::Handle g = h5::create_group(file, "schedule");
-    h5::write_attr(g.id(), "makespan", r.makespan);
-    h5::write_attr(g.id(), "bubble_fraction", r.bubble_overall);
-    h5::write_attr(g.id(), "kinds", std::string("F,B,W"));
-    h5::write_vector(g.id(), "bubble_fraction", r.bubble);
-    h5::write_vector(g.id(), "busy", r.busy);
-    h5::write_vector(g.id(), "peak_inflight", r.peak_inflight);
-    h5::write_vector(g.id(), "peak_versions", r.peak_versions);
-    h5::write_vector(g.id(), "inflight_bound", s.inflight_bound);
-    const bool have_timeline = r.start.size() == s.ops.size();
-    if (o.timeline && have_timeline) {
-      const size_t n = s.ops.size();
-      std::vector<int64_t> stage(n), block(n), kind(n), mb(n), flags(n);
-      for (int d = 0; d < s.stages; ++d)
-        for (int64_t i = s.offsets[d]; i < s.offsets[d + 1]; ++i) {
-          const Op& op = s.ops[i];
-          stage[i] = d;
-          block[i] = op.block;
-          kind[i] = static_cast<int64_t>(op.kind);
-          mb[i] = op.microbatch;
-          flags[i] = op.flags;
-        }
-      h5::write_vector(g.id(), "start", r.start);
-      h5::write_vector(g.id(), "end", r.end);
-      h5::write_vector(g.id(), "stage", stage);
-      h5::write_vector(g.id(), "block", block);
-      h5::write_vector(g.id(), "kind", kind);
-      h5::write_vector(g.id(), "microbatch", mb);
-      h5::write_vector(g.id(), "flags", flags);
-    } else {
-      omit("schedule/op table");
-    }
-  }
+  if (!write_schedule_group(file, s, r, o.timeline))
+    omit("schedule/op table");
 
   if (!r.updates.empty()) {
     h5::Handle g = h5::create_group(file, "updates");
@@ -158,6 +128,40 @@ void write_body(hid_t file, const Schedule& s, const SimResult& r, const Schedul
 }
 
 }  // namespace
+
+bool write_schedule_group(hid_t parent, const Schedule& s, const SimResult& r, bool timeline) {
+  h5::Handle g = h5::create_group(parent, "schedule");
+  h5::write_attr(g.id(), "makespan", r.makespan);
+  h5::write_attr(g.id(), "bubble_fraction", r.bubble_overall);
+  h5::write_attr(g.id(), "kinds", std::string("F,B,W"));
+  h5::write_vector(g.id(), "bubble_fraction", r.bubble);
+  h5::write_vector(g.id(), "busy", r.busy);
+  h5::write_vector(g.id(), "peak_inflight", r.peak_inflight);
+  h5::write_vector(g.id(), "peak_versions", r.peak_versions);
+  h5::write_vector(g.id(), "inflight_bound", s.inflight_bound);
+  const bool have_timeline = r.start.size() == s.ops.size();
+  if (timeline && have_timeline) {
+    const size_t n = s.ops.size();
+    std::vector<int64_t> stage(n), block(n), kind(n), mb(n), flags(n);
+    for (int d = 0; d < s.stages; ++d)
+      for (int64_t i = s.offsets[d]; i < s.offsets[d + 1]; ++i) {
+        const Op& op = s.ops[i];
+        stage[i] = d;
+        block[i] = op.block;
+        kind[i] = static_cast<int64_t>(op.kind);
+        mb[i] = op.microbatch;
+        flags[i] = op.flags;
+      }
+    h5::write_vector(g.id(), "start", r.start);
+    h5::write_vector(g.id(), "end", r.end);
+    h5::write_vector(g.id(), "stage", stage);
+    h5::write_vector(g.id(), "block", block);
+    h5::write_vector(g.id(), "kind", kind);
+    h5::write_vector(g.id(), "microbatch", mb);
+    h5::write_vector(g.id(), "flags", flags);
+  }
+  return timeline && have_timeline;
+}
 
 void write_schedule_file(const std::string& path, const Schedule& s, const SimResult& r,
                          const ScheduleFileOptions& options) {

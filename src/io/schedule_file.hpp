@@ -27,6 +27,8 @@
 // This lives in src/io because it is the only layer that includes HDF5; it uses only the
 // data members and inline accessors of the pipeline types, so stale_io needs no link to
 // stale_pipeline.
+#include <hdf5.h>
+
 #include <cstdint>
 #include <string>
 
@@ -40,6 +42,11 @@ struct ScheduleFileOptions {
   int64_t max_table_entries = 10'000'000;   // same threshold as the run log's delay table
   bool timeline = true;                     // write the op table
 };
+
+// The /schedule group (op table when `timeline`, makespan, bubbles, peak memory) under
+// `parent`: shared by the schedule file and the run file of a schedule-driven method.
+// Returns whether the op table was written.
+bool write_schedule_group(hid_t parent, const Schedule& s, const SimResult& r, bool timeline);
 
 // Written to PATH.partial and renamed when complete.
 void write_schedule_file(const std::string& path, const Schedule& s, const SimResult& r,

@@ -24,12 +24,17 @@ Eigen::Map<const Vec> VersionStore::read(int block, int64_t j) const {
   STALE_CHECK(j <= k_ && j >= k_ - bound_ && j >= 0, "read outside the window [k − bound, k]");
   const Ring& r = rings_[block];
   const int64_t cap = bound_ + 1;
-  // newest first: the first version that was already current at j
-  for (int64_t n = 0; n < r.count; ++n) {
-    const int64_t slot = ((r.head - n) % cap + cap) % cap;
-    if (r.valid_from[slot] <= j) return Eigen::Map<const Vec>(r.slots.col(slot).data(), r.slots.rows());
+  auto slot_of = [&](int64_t n) { return ((r.head - n) % cap + cap) % cap; };  // n-th newest
+  // valid_from decreases with n: binary search for the newest version current at j
+  int64_t lo = 0, hi = r.count - 1;
+  if (r.valid_from[slot_of(hi)] > j) throw InternalError("version store lost a reachable version (ring too small)");
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (r.valid_from[slot_of(mid)] <= j) hi = mid;
+    else lo = mid + 1;
   }
-  throw InternalError("version store lost a reachable version (ring too small)");
+  const int64_t slot = slot_of(lo);
+  return Eigen::Map<const Vec>(r.slots.col(slot).data(), r.slots.rows());
 }
 
 void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {

@@ -63,6 +63,7 @@ MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
   r.stage = e.stage;
   r.batch = e.batch;
   r.G = G_;
+  r.batch_loss = e.batch_loss;
   if (k_ > 0) {
     const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(opt_.delta);
     r.bound_opt = 2.0 * S * delta0_ / (g * K);

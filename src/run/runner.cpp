@@ -24,12 +24,13 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
   auto f = make_objective(cfg, backend);
   auto method = make_method(cfg, *f);
+  method->prepare(*f);  // schedule planning errors surface before the run file exists
   const int64_t K = cfg.get_int("method.updates");
   const int64_t every = cfg.get_int("log.every");
 
   RunResult res;
   res.path = out_path.empty() ? default_run_path(cfg) : out_path;
-  const bool keep_table = K * f->stages() <= RunLog::kMaxDelayEntries;
+  const bool keep_table = cfg.get_bool("log.delays") && K * f->stages() <= RunLog::kMaxDelayEntries;
   RunLog log(res.path, f->dim(), f->stages(), keep_table);
   try {
     std::string device = "cpu";
@@ -66,7 +67,8 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
       std::fflush(stderr);
     };
     MetricsObserver obs(*f, &log, opt, progress_fn);
-    Vec w = Vec::Zero(f->dim());  // w_0 = 0, as in the authors' code for the linear models
+    // w_0 = 0 for the linear models (the authors' code); the transformer draws GPT-2's init
+    Vec w = f->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
     method->run(*f, w, obs);
     obs.finish(w);
     if (progress && tty) std::fprintf(stderr, "\n");
@@ -86,6 +88,7 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     t.stages = f->stages();
     t.updates = obs.updates_done();
     log.write_theory(t);
+    method->write_report(log);
 
     res.status = obs.diverged() ? "diverged" : "ok";
     res.last = obs.last();

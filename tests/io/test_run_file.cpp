@@ -35,7 +35,7 @@ TEST_CASE("RunFileHasTheSchemaAndTheLastIterateBitForBit") {
   // 400 updates logged every 7 plus k = 0 and the final k = 400
   const size_t rows = 1 + 400 / 7 + 1;
   for (const char* m : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage",
-                        "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall"}) {
+                        "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss"}) {
     CAPTURE(m);
     CHECK(h5::read_vector_double(id, std::string("metrics/") + m).size() == rows);
   }

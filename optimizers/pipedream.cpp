@@ -1,0 +1,16 @@
+// PipeDream — asynchronous 1F1B with weight stashing (Narayanan et al. 2019; the schedule
+// and delay analysed by Ilin & Richtárik 2026, theory.md §4).
+//
+//   micro-batch mb, block a (stage a updates block a after every backward pass):
+//     w_{k+1}^(a) = w_k^(a) − γ ∇_{w^(a)} f_{mb}(z),   z^(j) = the version F(j, mb) read
+//
+// The gradient is taken at the mixed point of the versions the micro-batch's forwards read
+// (stashing makes B(a, mb) use the same version as F(a, mb)); its delays are the schedule's
+// exact ones, worst S² − S/2 for even S. Batches are read cyclically.
+#include "optimizers/schedule_executor.hpp"
+
+namespace stale {
+std::unique_ptr<Method> make_pipedream(const Config& cfg) {
+  return std::make_unique<ScheduleMethod>("pipedream", ExecutorOptions::from_config(cfg, "pipedream"));
+}
+}  // namespace stale

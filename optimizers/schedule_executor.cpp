@@ -1,0 +1,329 @@
+#include "optimizers/schedule_executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+
+#include "optimizers/sampling.hpp"
+#include "src/config/config.hpp"
+#include "src/core/error.hpp"
+#include "src/io/run_log.hpp"
+#include "src/pipeline/simulator.hpp"
+
+namespace stale {
+
+namespace {
+
+Schedule build(const ExecutorOptions& opt, int64_t M) {
+  ScheduleParams p = opt.params;
+  p.microbatches = M;
+  return make_schedule(opt.schedule, p);
+}
+
+bool is_flush(const std::string& schedule) {
+  return schedule == "gpipe" || schedule == "1f1b-flush" || schedule == "interleaved" || schedule == "zb-h1";
+}
+
+// micro-batch counts a schedule accepts are multiples of this (whole mini-batches)
+int64_t granularity(const ExecutorOptions& opt) {
+  return is_flush(opt.schedule) ? std::max(1, opt.params.accumulation) : 1;
+}
+
+SimOptions timing_only() {
+  SimOptions o;
+  o.reads = false;
+  o.updates = false;
+  o.delay_stats = false;
+  o.timeline = true;
+  return o;
+}
+
+// updates a schedule of M micro-batches performs (all replicas)
+int64_t updates_of(const Schedule& s) {
+  int64_t n = 0;
+  for (const Op& op : s.ops) n += op.updates();
+  return n;
+}
+
+}  // namespace
+
+CostModel cost_model_from_config(const Config& cfg) {
+  auto list = [&](const std::string& key) {
+    std::string out;
+    for (double v : cfg.get_floats(key)) {
+      std::ostringstream os;
+      os.precision(17);
+      os << v;
+      out += (out.empty() ? "" : ",") + os.str();
+    }
+    return out;
+  };
+  auto num = [](double v) {
+    std::ostringstream os;
+    os.precision(17);
+    os << v;
+    return os.str();
+  };
+  const int64_t seed = cfg.get_int("costs.seed") >= 0 ? cfg.get_int("costs.seed") : cfg.get_int("seed");
+  try {
+    return CostModel::parse({"forward=" + list("costs.forward"), "backward=" + list("costs.backward"),
+                             "weight=" + list("costs.weight"), "latency=" + num(cfg.get_float("costs.latency")),
+                             "jitter=" + num(cfg.get_float("costs.jitter")),
+                             "straggler_prob=" + num(cfg.get_float("costs.straggler_prob")),
+                             "straggler_slowdown=" + num(cfg.get_float("costs.straggler_slowdown")),
+                             "seed=" + std::to_string(seed)});
+  } catch (const UserError& e) {
+    throw UserError(std::string("config: [costs]: ") + e.what());
+  }
+}
+
+ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::string& schedule) {
+  ExecutorOptions o;
+  o.schedule = schedule;
+  o.params.stages = static_cast<int>(cfg.get_int("objective.stages"));
+  o.params.microbatches = cfg.get_int("method.microbatches");
+  o.params.accumulation = static_cast<int>(cfg.get_int("method.accumulation"));
+  if (schedule == "localsgd") {
+    o.params.replicas = static_cast<int>(cfg.get_int("method.replicas"));
+    o.params.local_steps = static_cast<int>(cfg.get_int("method.local_steps"));
+  } else {
+    for (const char* key : {"method.replicas", "method.local_steps"})
+      if (cfg.get_int(key) != 0) config_error(key, "applies only to method.name = \"localsgd\"");
+  }
+  if (schedule == "interleaved") o.params.chunks = static_cast<int>(cfg.get_int("method.chunks"));
+  else if (cfg.get_int("method.chunks") != 0) config_error("method.chunks", "applies only to method.name = \"interleaved\"");
+  if (o.params.chunks == 0 && schedule == "interleaved") o.params.chunks = 2;
+  // a flush schedule steps once per mini-batch of m micro-batches; without a given m take
+  // one micro-batch per device (m = S), the smallest that keeps every device busy at once
+  if (is_flush(schedule) && o.params.accumulation == 0) o.params.accumulation = o.params.stages / std::max(1, o.params.chunks);
+  o.costs = cost_model_from_config(cfg);
+  o.method = MethodParams::from_config(cfg);
+  o.rule = UpdateRuleParams::from_config(cfg);
+  o.lr_schedule = cfg.get_string("method.lr_schedule");
+  o.lr_min = cfg.get_float("method.lr_min");
+  o.warmup = cfg.get_int("method.warmup");
+  o.time_budget = cfg.get_float("method.time_budget");
+  return o;
+}
+
+Schedule plan_schedule(const ExecutorOptions& opt) {
+  // searches run over n whole units of g micro-batches
+  const int64_t g = granularity(opt);
+  auto build_units = [&](int64_t n) { return build(opt, n * g); };
+  if (opt.time_budget > 0) {
+    auto fits = [&](int64_t n) {
+      return simulate(build_units(n), opt.costs, timing_only()).makespan <= opt.time_budget;
+    };
+    if (!fits(1))
+      throw UserError("config: method.time_budget = " + std::to_string(opt.time_budget) +
+                      " is shorter than one micro-batch's trip through the pipeline");
+    int64_t lo = 1, hi = 2;
+    while (fits(hi)) lo = hi, hi *= 2;
+    while (hi - lo > 1) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    return build_units(lo);
+  }
+  if (opt.params.microbatches > 0) return build(opt, opt.params.microbatches);
+  // smallest M with at least K updates: updates grow with M, so search
+  const int64_t K = opt.method.updates;
+  int64_t lo = 0, hi = 1;
+  while (updates_of(build_units(hi)) < K) lo = hi, hi *= 2;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (updates_of(build_units(mid)) >= K ? hi : lo) = mid;
+  }
+  return build_units(hi);
+}
+
+namespace {
+
+// what one micro-batch carries between its ops
+struct MicroState {
+  std::vector<Mat> act;                              // [block] input activation of F(block)
+  std::vector<std::unique_ptr<StageCache>> cache;    // [block]
+  Vec z;                                             // weights its forwards read (the mixed point)
+  Mat grad;                                          // gradient flowing backward
+  std::vector<Vec> pending_w;                        // split backward: g_j waiting for W(j)
+  double loss = std::nan("");
+  int gradients_done = 0;                            // the state goes when all blocks' are
+  std::vector<int64_t> updates_at_forward;           // [block] updates of the block before F
+};
+
+}  // namespace
+
+void ScheduleMethod::prepare(const Objective& f) const {
+  const int J = f.stages();  // blocks of w = virtual stages of the schedule
+  if (planned_ && planned_blocks_ == J) return;
+  ExecutorOptions opt = opt_;
+  const int chunks = std::max(1, opt.params.chunks);
+  if (J % chunks != 0)
+    throw UserError("config: objective.stages = " + std::to_string(J) + " must be a multiple of method.chunks = " +
+                    std::to_string(chunks));
+  opt.params.stages = J / chunks;
+  schedule_ = plan_schedule(opt);
+  STALE_CHECK(schedule_.blocks() == J, "schedule blocks = objective blocks");
+  sim_ = simulate(schedule_, opt.costs, SimOptions{});
+  bound_ = sim_.delays.max_overall();
+  mean_ = sim_.steady_delays.updates() > 0 ? sim_.steady_delays.mean_overall() : sim_.delays.mean_overall();
+  planned_ = true;
+  planned_blocks_ = J;
+}
+
+void ScheduleMethod::run(const Objective& f, Vec& w, RunObserver& obs) const {
+  prepare(f);
+  const auto& P = f.blocks();
+  const ExecutorOptions& opt = opt_;
+  const int J = P.stages();
+  const Schedule& sched = schedule_;
+  const SimResult& sim = sim_;
+  const bool stash = sched.stash && opt.stash;
+  const int R = sched.replicas;
+
+  // the serial order: (start, device, position in the device's program)
+  std::vector<int64_t> order(sched.ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<int> device_of_op(sched.ops.size());
+  for (int d = 0; d < sched.stages; ++d)
+    for (int64_t i = sched.offsets[d]; i < sched.offsets[d + 1]; ++i) device_of_op[i] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (sim.start[a] != sim.start[b]) return sim.start[a] < sim.start[b];
+    return device_of_op[a] < device_of_op[b];
+  });
+
+  // data order: PD reads batches cyclically; uniform draws one batch per micro-batch
+  const std::vector<int> batch_of =
+      microbatch_batches(sched.microbatches, f.num_batches(), opt.method.cyclic_batches, opt.method.seed);
+
+  std::vector<Vec> W(R, w);  // replica weights
+  Vec w_avg = w;
+  std::vector<std::vector<std::unique_ptr<BlockOptimizer>>> rules(R);
+  std::vector<std::vector<Vec>> acc(R, std::vector<Vec>(J));
+  std::vector<std::vector<int>> acc_n(R, std::vector<int>(J, 0));
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < J; ++j) {
+      rules[r].push_back(make_block_optimizer(opt.rule, P.size(j)));
+      acc[r][j] = Vec::Zero(P.size(j));
+    }
+  // PipeMare: per-block velocity (EMA of the change per update) and the block's delay in its
+  // own updates between F and B (the crossing count of the schedule)
+  std::vector<Vec> velocity(J);
+  for (int j = 0; j < J; ++j) velocity[j] = Vec::Zero(P.size(j));
+
+  LrSchedule lr{opt.lr_schedule, opt.method.lr, opt.lr_min, opt.warmup, 1};
+  const bool budget_run = opt.time_budget > 0;
+  const int64_t K = budget_run ? sim.total_updates : std::min<int64_t>(opt.method.updates, sim.total_updates);
+  lr.total = K;
+  GradientNoise noise(opt.method.grad_noise_std, opt.method.seed);
+
+  std::unordered_map<int64_t, MicroState> live;
+  auto state = [&](int64_t mb) -> MicroState& {
+    auto it = live.find(mb);
+    if (it != live.end()) return it->second;
+    MicroState& st = live[mb];
+    st.act.resize(J + 1);
+    st.cache.resize(J);
+    st.z = Vec::Zero(f.dim());
+    if (sched.split_backward) st.pending_w.resize(J);
+    st.updates_at_forward.assign(J, 0);
+    return st;
+  };
+
+  std::vector<std::vector<int64_t>> block_updates(R, std::vector<int64_t>(J, 0));
+  crossed_.assign(J, 0);
+  obs.on_start(w);
+  int64_t k = 0;
+  int64_t update_index = 0;  // position in sim.updates (serial order)
+  Vec g, delta, grad_w;
+  Mat grad_in;
+  std::vector<int64_t> delay_row;
+  for (int64_t idx : order) {
+    if (k >= K || obs.should_stop()) break;
+    const Op& op = sched.ops[idx];
+    const int j = op.block;
+    const int64_t mb = op.microbatch;
+    const int r = sched.replica_of(mb);
+    const int batch = batch_of[mb];
+    MicroState& st = state(mb);
+    auto wj = P.block(W[r], j);
+
+    if (op.kind == OpKind::Forward) {
+      if (j == 0) st.act[0] = f.input_activation(batch);
+      Vec used = wj;
+      if (opt.predict) {
+        // extrapolate by the updates block j will see before this micro-batch's backward:
+        // J − 1 − j for asynchronous 1F1B (theory.md §5)
+        used += static_cast<double>(sim.max_crossed[j]) * velocity[j];
+      }
+      P.block(st.z, j) = used;
+      st.updates_at_forward[j] = block_updates[r][j];
+      f.stage_forward(j, batch, st.act[j], used, st.act[j + 1], st.cache[j]);
+      st.act[j] = Mat();  // the cache keeps what backward needs
+    } else if (op.kind == OpKind::Backward) {
+      if (j == J - 1) {
+        st.loss = f.loss_forward_backward(batch, st.act[J], st.grad);
+        st.act[J] = Mat();
+      }
+      crossed_[j] = std::max(crossed_[j], block_updates[r][j] - st.updates_at_forward[j]);
+      const Vec used = stash ? Vec(P.block(st.z, j)) : Vec(wj);
+      grad_w.resize(P.size(j));
+      f.stage_backward(j, batch, st.grad, used, st.cache[j].get(), grad_w, grad_in);
+      st.cache[j].reset();
+      st.grad.swap(grad_in);
+      if (sched.split_backward) st.pending_w[j] = grad_w;
+    }
+    const bool gradient_op = op.kind == sched.gradient_kind();
+    if (gradient_op) {
+      const Vec& gj = sched.split_backward ? st.pending_w[j] : grad_w;
+      acc[r][j] += gj;
+      ++acc_n[r][j];
+    }
+    if (op.updates()) {
+      STALE_CHECK(gradient_op && acc_n[r][j] > 0, "an update without accumulated gradients");
+      g = acc[r][j] / static_cast<double>(acc_n[r][j]);
+      acc[r][j].setZero();
+      acc_n[r][j] = 0;
+      noise.add(g);
+      UpdateEvent e;
+      e.stale_dist = (st.z - W[r]).norm();
+      rules[r][j]->step(wj, g, lr.at(k), delta);
+      if (opt.predict) velocity[j] = opt.predict_decay * velocity[j] + (1 - opt.predict_decay) * delta;
+      ++k;
+      ++block_updates[r][j];
+      e.k = k;
+      e.stage = j;
+      e.batch = batch;
+      e.grad_norm = g.norm();
+      e.time = sim.end[idx];
+      e.batch_loss = st.loss;
+      if (R == 1 && update_index < static_cast<int64_t>(sim.updates.size())) {
+        delay_row = sim.delay_row(sim.updates[update_index]);
+        e.delays = &delay_row;
+      }
+      ++update_index;
+      if (R == 1) {
+        obs.on_update(e, delta, W[0]);
+      } else {
+        const Vec d_avg = delta / static_cast<double>(R);
+        P.block(w_avg, j) += d_avg;
+        obs.on_update(e, d_avg, w_avg);
+      }
+    }
+    if (op.averages() && R > 1) {
+      Vec mean = Vec::Zero(P.size(j));
+      for (int q = 0; q < R; ++q) mean += P.block(W[q], j);
+      mean /= static_cast<double>(R);
+      for (int q = 0; q < R; ++q) P.block(W[q], j) = mean;
+      P.block(w_avg, j) = mean;
+    }
+    if (gradient_op && ++st.gradients_done == J) live.erase(mb);  // its last op
+  }
+  w = R == 1 ? W[0] : w_avg;
+}
+
+void ScheduleMethod::write_report(RunLog& log) const { log.write_schedule(schedule_, sim_, crossed_); }
+
+}  // namespace stale

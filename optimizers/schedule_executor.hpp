@@ -1,0 +1,86 @@
+#pragma once
+// Executes a pipeline schedule's op stream over an objective's stage-wise forward/backward
+// (design.md "The one idea": every method is a schedule plus an update rule over per-block
+// weight versions). The schedule says which op runs when; the simulator gives the serial
+// order and the simulated clock; this executor does the arithmetic:
+//
+//   F(j, mb):  a_{j+1} = stage_forward_j(a_j, w^(j)_read)       w^(j)_read = block j now
+//                                                               (PipeMare: extrapolated)
+//   B(j, mb):  (g_j, δ_j) = stage_backward_j(δ_{j+1}, w^(j)_used, cache)
+//              w^(j)_used = w^(j)_read with weight stashing (PipeDream, 2BW), else block j
+//              now (PipeDream without stashing, PACI, PipeMare)
+//   update:    on the op flagged Update, block j steps its own optimizer with the mean of
+//              the gradients accumulated since its last step (+ optional Gaussian noise)
+//   average:   on the op flagged Average (LocalSGD), block j is averaged over the replicas
+//
+// Which version an op reads is a device-local fact (only block j's device updates block j),
+// so executing ops in the simulator's serial order is exact. Block updates are numbered
+// k = 0, 1, … in that order; metrics see the model after each update (the replica average
+// for LocalSGD) and the simulated time at the update's end.
+#include <string>
+
+#include "optimizers/method.hpp"
+#include "optimizers/update_rule.hpp"
+#include "src/pipeline/cost_model.hpp"
+#include "src/pipeline/schedule.hpp"
+#include "src/pipeline/simulator.hpp"
+
+namespace stale {
+
+struct ExecutorOptions {
+  std::string schedule = "pipedream";
+  ScheduleParams params;        // stages = devices; microbatches resolved by plan_microbatches
+  CostModel costs;
+  bool stash = true;            // override the schedule's stashing (pipedream-nostash: false)
+  bool predict = false;         // PipeMare weight prediction
+  double predict_decay = 0.9;   // EMA of a block's per-update change (PipeMare's velocity)
+  MethodParams method;          // lr, updates (K), seed, noise, batch order
+  UpdateRuleParams rule;
+  std::string lr_schedule = "constant";
+  double lr_min = 0;
+  int64_t warmup = 0;
+  double time_budget = 0;       // > 0: run every micro-batch whose timeline fits
+
+  // method.*, [costs] and objective.stages of a config, for the named schedule
+  static ExecutorOptions from_config(const Config& cfg, const std::string& schedule);
+};
+
+// [costs] of a config as a cost model (costs.seed = −1 takes the base seed)
+CostModel cost_model_from_config(const Config& cfg);
+
+// The schedule with its micro-batch count resolved: the largest M whose makespan fits
+// time_budget, else the smallest M whose updates reach K (or params.microbatches if set).
+Schedule plan_schedule(const ExecutorOptions& opt);
+
+class ScheduleMethod final : public Method {
+ public:
+  ScheduleMethod(std::string name, ExecutorOptions opt) : name_(std::move(name)), opt_(std::move(opt)) {}
+  std::string name() const override { return name_; }
+  void prepare(const Objective& f) const override;
+  void run(const Objective& f, Vec& w, RunObserver& obs) const override;
+  int64_t delay_bound() const override { return bound_; }
+  // the planned schedule and its simulation (after prepare)
+  const Schedule& schedule() const { return schedule_; }
+  const SimResult& simulation() const { return sim_; }
+  // per block: the most updates of the block one micro-batch saw between its F and its B,
+  // counted while executing (compared with the simulator's count and PACI's bound)
+  const std::vector<int64_t>& measured_crossed() const { return crossed_; }
+  void write_report(RunLog& log) const override;
+  std::string delay_name() const override { return "schedule:" + opt_.schedule; }
+  double delay_mean() const override { return mean_; }
+  const ExecutorOptions& options() const { return opt_; }
+
+ private:
+  std::string name_;
+  ExecutorOptions opt_;
+  // planned once per objective (its block count fixes the schedule's stages)
+  mutable Schedule schedule_;
+  mutable SimResult sim_;
+  mutable bool planned_ = false;
+  mutable int planned_blocks_ = 0;
+  mutable int64_t bound_ = 0;
+  mutable double mean_ = 0;
+  mutable std::vector<int64_t> crossed_;
+};
+
+}  // namespace stale

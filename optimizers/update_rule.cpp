@@ -1,0 +1,91 @@
+#include "optimizers/update_rule.hpp"
+
+#include <cmath>
+
+#include "src/config/config.hpp"
+#include "src/core/error.hpp"
+
+namespace stale {
+
+UpdateRuleParams UpdateRuleParams::from_config(const Config& cfg) {
+  UpdateRuleParams p;
+  p.optimizer = cfg.get_string("method.optimizer");
+  p.momentum = cfg.get_float("method.momentum");
+  p.beta1 = cfg.get_float("method.beta1");
+  p.beta2 = cfg.get_float("method.beta2");
+  p.eps = cfg.get_float("method.eps");
+  p.weight_decay = cfg.get_float("method.weight_decay");
+  return p;
+}
+
+LrSchedule LrSchedule::from_config(const Config& cfg, int64_t total_updates) {
+  LrSchedule s;
+  s.kind = cfg.get_string("method.lr_schedule");
+  s.lr = cfg.get_float("method.lr");
+  s.lr_min = cfg.get_float("method.lr_min");
+  s.warmup = cfg.get_int("method.warmup");
+  s.total = std::max<int64_t>(1, total_updates);
+  return s;
+}
+
+double LrSchedule::at(int64_t k) const {
+  if (warmup > 0 && k < warmup) return lr * static_cast<double>(k + 1) / static_cast<double>(warmup);
+  if (kind == "constant") return lr;
+  const double span = static_cast<double>(std::max<int64_t>(1, total - warmup));
+  const double t = std::min(1.0, static_cast<double>(k - warmup) / span);
+  return lr_min + 0.5 * (lr - lr_min) * (1.0 + std::cos(M_PI * t));
+}
+
+namespace {
+
+class Sgd final : public BlockOptimizer {
+ public:
+  void step(VecRef w, ConstVecRef g, double lr, Vec& delta) override {
+    delta = -lr * g;
+    w += delta;
+  }
+};
+
+class Momentum final : public BlockOptimizer {
+ public:
+  Momentum(double beta, Index n) : beta_(beta), v_(Vec::Zero(n)) {}
+  void step(VecRef w, ConstVecRef g, double lr, Vec& delta) override {
+    v_ = beta_ * v_ + g;
+    delta = -lr * v_;
+    w += delta;
+  }
+
+ private:
+  double beta_;
+  Vec v_;
+};
+
+class AdamW final : public BlockOptimizer {
+ public:
+  AdamW(const UpdateRuleParams& p, Index n) : p_(p), m_(Vec::Zero(n)), v_(Vec::Zero(n)) {}
+  void step(VecRef w, ConstVecRef g, double lr, Vec& delta) override {
+    ++t_;
+    m_ = p_.beta1 * m_ + (1 - p_.beta1) * g;
+    v_ = p_.beta2 * v_ + (1 - p_.beta2) * g.cwiseAbs2();
+    const double c1 = 1 - std::pow(p_.beta1, t_), c2 = 1 - std::pow(p_.beta2, t_);
+    delta = -lr * ((m_ / c1).array() / ((v_ / c2).array().sqrt() + p_.eps)).matrix();
+    if (p_.weight_decay != 0) delta -= lr * p_.weight_decay * w;
+    w += delta;
+  }
+
+ private:
+  UpdateRuleParams p_;
+  Vec m_, v_;
+  int64_t t_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<BlockOptimizer> make_block_optimizer(const UpdateRuleParams& p, Index n) {
+  if (p.optimizer == "sgd") return std::make_unique<Sgd>();
+  if (p.optimizer == "momentum") return std::make_unique<Momentum>(p.momentum, n);
+  if (p.optimizer == "adamw") return std::make_unique<AdamW>(p, n);
+  throw UserError("config: method.optimizer = \"" + p.optimizer + "\" is not valid; choose one of: sgd, momentum, adamw");
+}
+
+}  // namespace stale

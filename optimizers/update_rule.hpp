@@ -1,0 +1,50 @@
+#pragma once
+// What a stage does with its gradient (style.md "ensmallen": an optimizer is a skeleton plus
+// small policies). Hyperparameters come from the config; per-block state (velocity, Adam
+// moments) is created by make_state() when a run starts, one per block (and per replica),
+// because every pipeline stage steps its own optimizer.
+//
+//   sgd:       w ← w − γ_t g
+//   momentum:  v ← β v + g;            w ← w − γ_t v                       (heavy ball)
+//   adamw:     m ← β₁ m + (1−β₁) g;  v ← β₂ v + (1−β₂) g²;
+//              w ← w − γ_t ( m̂ / (√v̂ + ε) + λ w ),  m̂ = m/(1−β₁ᵗ), v̂ = v/(1−β₂ᵗ)
+//              (Loshchilov & Hutter 2019; PACI's paper trains with AdamW)
+//
+// Learning-rate schedules γ_t over the global block-update index k ∈ [0, K):
+//   constant:  γ
+//   cosine:    linear warm-up over the first `warmup` updates, then
+//              γ_min + ½ (γ − γ_min)(1 + cos(π (k − warmup)/(K − warmup)))
+#include <memory>
+#include <string>
+
+#include "src/core/types.hpp"
+
+namespace stale {
+
+class Config;
+
+struct UpdateRuleParams {
+  std::string optimizer = "sgd";  // sgd | momentum | adamw
+  double momentum = 0.9;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.0;
+  static UpdateRuleParams from_config(const Config& cfg);
+};
+
+struct LrSchedule {
+  std::string kind = "constant";  // constant | cosine
+  double lr = 0.01, lr_min = 0.0;
+  int64_t warmup = 0, total = 1;
+  double at(int64_t k) const;
+  static LrSchedule from_config(const Config& cfg, int64_t total_updates);
+};
+
+class BlockOptimizer {
+ public:
+  virtual ~BlockOptimizer() = default;
+  // w_block ← step(w_block, g) with step size lr; returns the applied change in `delta`
+  virtual void step(VecRef w_block, ConstVecRef g, double lr, Vec& delta) = 0;
+};
+
+std::unique_ptr<BlockOptimizer> make_block_optimizer(const UpdateRuleParams& p, Index block_size);
+
+}  // namespace stale
