@@ -1,0 +1,70 @@
+#pragma once
+// Parameter sweeps (issue: sweeps and theory audits). A sweep file names a base config and
+// axes over any config key:
+//
+//   base = "e1_random_quadratic.toml"      # relative to the sweep file
+//   epsilon = 1e-2                         # time-to-ε threshold on f − f_* (optional)
+//   [set]                                  # fixed overrides (optional)
+//   "method.updates" = 3200
+//   [grid]                                 # Cartesian product, last key varies fastest
+//   "method.lr" = [0.015625, 0.03125]
+//   seed = [0, 1, 2]
+//   [zip]                                  # equal-length lists varied together
+//   "objective.stages" = [4, 8]
+//   "delay.max" = [14, 60]
+//
+// Every run is named by a hash of its resolved config (so key order in the sweep file, or
+// the order of runs, never renames a run), written to DIR/runs/<hash>.h5 by a `stale run`
+// child process, and skipped when that file exists: a killed sweep resumes where it
+// stopped. --shard i/N takes runs whose grid position p has p mod N = i. The index
+// (DIR/index.csv, DIR/index.h5) has one row per grid point, read back from the run files.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/config/config.hpp"
+
+namespace stale {
+
+struct SweepRun {
+  int64_t position = 0;                               // in the expanded grid
+  std::vector<std::pair<std::string, std::string>> values;  // the varying keys, as TOML text
+  Config config;                                      // base + set + values, resolved
+  std::string hash;                                   // 16 hex digits of the resolved config
+};
+
+struct Sweep {
+  std::string path;                  // the sweep file
+  std::string base;                  // resolved base config path
+  double epsilon = 0;                // time-to-ε threshold (0: not computed)
+  std::vector<std::string> axes;     // varying keys, grid then zip, in expansion order
+  std::vector<SweepRun> runs;
+};
+
+Sweep load_sweep(const std::string& path);
+// the same run hash for the same resolved config, whatever the key order that produced it
+std::string config_hash(const Config& cfg);
+
+struct SweepOptions {
+  std::string out_dir;   // default: sweeps/<sweep file stem>
+  int jobs = 1;
+  int shard_index = 0, shard_count = 1;
+  bool dry_run = false;
+  bool index_only = false;
+  bool progress = true;
+  std::string stale_binary;  // the executable that runs each config (default: this one)
+};
+
+struct SweepSummary {
+  int64_t total = 0, in_shard = 0, skipped = 0, ran = 0, failed = 0;
+  std::string index_csv;
+};
+
+// "i/N" → (i, N); throws UserError naming --shard
+void parse_shard(const std::string& text, int& index, int& count);
+SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& options);
+// writes DIR/index.csv and DIR/index.h5 from whatever run files exist
+void write_sweep_index(const Sweep& sweep, const std::string& out_dir);
+
+}  // namespace stale
