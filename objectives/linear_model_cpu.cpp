@@ -1,5 +1,7 @@
 #include "objectives/linear_model_cpu.hpp"
 
+#include <map>
+
 #include "src/core/error.hpp"
 
 #ifdef _OPENMP
@@ -87,11 +89,23 @@ double LinearModelCpu<Loss>::value_grad(const Vec& w, Vec& grad) const {
   return f + 0.5 * l2_ * w.squaredNorm();
 }
 
+// The activation of a batch at z, summed stage by stage exactly as stage_forward does, so
+// that a gradient at a mixed point equals the pipeline's (stage-wise) gradient bit for bit
+// (pipedream with weight stashing ≡ rpd replaying its delays relies on this).
+template <class Loss>
+Vec LinearModelCpu<Loss>::staged_activation(int m, const Vec& z) const {
+  const auto Xm = batch_X(m);
+  Vec a = Vec::Zero(Xm.rows());
+  for (int s = 0; s < blocks_.stages(); ++s)
+    a.noalias() += Xm.middleCols(blocks_.offset(s), blocks_.size(s)) * z.segment(blocks_.offset(s), blocks_.size(s));
+  return a;
+}
+
 template <class Loss>
 double LinearModelCpu<Loss>::batch_value_grad(const Vec& z, int m, Vec& grad) const {
   const auto Xm = batch_X(m);
   const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
-  const Vec a = Xm * z;
+  const Vec a = staged_activation(m, z);
   Vec r(a.size());
   double f = 0;
   const double inv_b = 1.0 / static_cast<double>(Xm.rows());
@@ -99,8 +113,12 @@ double LinearModelCpu<Loss>::batch_value_grad(const Vec& z, int m, Vec& grad) co
     f += Loss::value(a(i), ym(i));
     r(i) = Loss::deriv(a(i), ym(i)) * inv_b;
   }
-  grad.noalias() = Xm.transpose() * r;
-  if (l2_ != 0) grad += l2_ * z;
+  grad.resize(z.size());
+  for (int s = 0; s < blocks_.stages(); ++s) {
+    auto gs = grad.segment(blocks_.offset(s), blocks_.size(s));
+    gs.noalias() = Xm.middleCols(blocks_.offset(s), blocks_.size(s)).transpose() * r;
+    if (l2_ != 0) gs += l2_ * z.segment(blocks_.offset(s), blocks_.size(s));
+  }
   return f * inv_b + 0.5 * l2_ * z.squaredNorm();
 }
 
@@ -108,7 +126,7 @@ template <class Loss>
 void LinearModelCpu<Loss>::batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const {
   const auto Xm = batch_X(m);
   const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
-  Vec r = Xm * z;
+  Vec r = staged_activation(m, z);
   const double inv_b = 1.0 / static_cast<double>(Xm.rows());
   for (Index i = 0; i < r.size(); ++i) r(i) = Loss::deriv(r(i), ym(i)) * inv_b;
   const Index off = blocks_.offset(s), ds = blocks_.size(s);
@@ -123,7 +141,7 @@ void LinearModelCpu<Loss>::stage_forward(int s, int m, const Mat& in, ConstVecRe
   cache.reset();
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   out = in;
-  out.col(0).noalias() += Xs * w_s;
+  out.col(0).noalias() += Xs * w_s;  // the same accumulation as staged_activation
 }
 
 template <class Loss>
@@ -143,9 +161,86 @@ template <class Loss>
 void LinearModelCpu<Loss>::stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache*,
                                           VecRef grad_w_s, Mat& grad_in) const {
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
-  grad_w_s.noalias() = Xs.transpose() * grad_out.col(0);
+  const Vec r = grad_out.col(0);  // a plain vector, so the GEMV is the one batch_block_grad runs
+  grad_w_s.noalias() = Xs.transpose() * r;
   if (l2_ != 0) grad_w_s += l2_ * w_s;
   grad_in = grad_out;  // d(in + X_s w_s)/d in = I
+}
+
+template <class Loss>
+void LinearModelCpu<Loss>::batch_grad_many(const Mat& Z, const std::vector<int>& batches, Mat& G) const {
+  STALE_CHECK(Z.rows() == dim() && static_cast<size_t>(Z.cols()) == batches.size(), "Z is d × P, one batch per column");
+  const Index P = Z.cols();
+  G.resize(dim(), P);
+  std::map<int, std::vector<Index>> by_batch;
+  for (Index p = 0; p < P; ++p) {
+    STALE_CHECK(batches[p] >= 0 && batches[p] < num_batches(), "batch ids lie in [0, M)");
+    by_batch[batches[p]].push_back(p);
+  }
+  std::vector<Index> alone;
+  for (const auto& [m, cols] : by_batch) {
+    if (cols.size() == 1) {
+      alone.push_back(cols[0]);
+      continue;
+    }
+    const Index k = static_cast<Index>(cols.size());
+    Mat Zg(dim(), k);
+    for (Index j = 0; j < k; ++j) Zg.col(j) = Z.col(cols[j]);
+    const auto Xm = batch_X(m);
+    const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
+    // Eigen runs these GEMMs on its OpenMP threads. Its k-blocking depends on the thread
+    // count, so grouped columns can differ from the per-point loop, and between thread
+    // counts, in the last bits (tests/objectives/test_batched_cpu.cpp states the tolerance)
+    Mat R;
+    R.noalias() = Xm * Zg;
+    const double inv_b = 1.0 / static_cast<double>(Xm.rows());
+    for (Index j = 0; j < k; ++j)
+      for (Index i = 0; i < R.rows(); ++i) R(i, j) = Loss::deriv(R(i, j), ym(i)) * inv_b;
+    Mat Gg;
+    Gg.noalias() = Xm.transpose() * R;
+    if (l2_ != 0) Gg += l2_ * Zg;
+    for (Index j = 0; j < k; ++j) G.col(cols[j]) = Gg.col(j);
+  }
+  // columns alone in their batch: GEMVs over different rows share no data, so they are
+  // bandwidth-bound whatever is done; running them side by side uses every core's share
+  const Index A = static_cast<Index>(alone.size());
+#pragma omp parallel for schedule(dynamic) if (A > 1 && data_->X.size() / num_batches() * A >= kParallelEntries)
+  for (Index j = 0; j < A; ++j) {
+    const Index p = alone[j];
+    const Vec z = Z.col(p);
+    Vec g;
+    batch_value_grad(z, batches[p], g);
+    G.col(p) = g;
+  }
+}
+
+template <class Loss>
+void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) const {
+  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
+  const Index P = Z.cols();
+  G.resize(dim(), P);
+  values.resize(P);
+  if (P == 1) {
+    Vec g;
+    values(0) = value_grad(Z.col(0), g);
+    G.col(0) = g;
+    return;
+  }
+  if (P == 0) return;
+  const auto& d = *data_;
+  Mat R;
+  R.noalias() = d.X * Z;
+  for (Index p = 0; p < P; ++p) {
+    double f = 0;
+    for (Index i = 0; i < R.rows(); ++i) {
+      const double a = R(i, p);
+      f += d.weight(i) * Loss::value(a, d.y(i));
+      R(i, p) = d.weight(i) * Loss::deriv(a, d.y(i));
+    }
+    values(p) = f + 0.5 * l2_ * Z.col(p).squaredNorm();
+  }
+  G.noalias() = d.X.transpose() * R;
+  if (l2_ != 0) G += l2_ * Z;
 }
 
 template <class Loss>

@@ -32,6 +32,13 @@ class LinearModelCpu final : public Objective {
   void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache,
                       VecRef grad_w_s, Mat& grad_in) const override;
 
+  // Batched fast paths. Columns that share a mini-batch become two GEMMs (X_m Z_g, then
+  // X_mᵀ R); a column alone in its batch is batch_value_grad itself (bit-identical to the
+  // per-point loop), with such columns spread over OpenMP threads.
+  void batch_grad_many(const Mat& Z, const std::vector<int>& batches, Mat& G) const override;
+  // X Z and Xᵀ R as two GEMMs; P = 1 is value_grad itself
+  void value_grad_many(const Mat& Z, Mat& G, Vec& values) const override;
+
   std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const override;
 
   const LinearData& data() const { return *data_; }
@@ -46,6 +53,7 @@ class LinearModelCpu final : public Objective {
     const Index off = data_->batch_offsets[m];
     return data_->X.middleRows(off, batch_rows(m));
   }
+  Vec staged_activation(int m, const Vec& z) const;
   std::shared_ptr<const LinearData> data_;
   double l2_;
   mutable Mat gram_;

@@ -1,15 +1,14 @@
 #pragma once
-// Seam of the CUDA twin of the linear models. Implemented in linear_model_cuda.cu (cuBLAS);
-// a build without nvcc links linear_model_cuda_nocuda.cpp, which says so.
+// Seam of the CUDA twin of the linear models. The device work lives in linear_model_cuda.cu
+// (cuBLAS) behind LinearCudaEngine; linear_model_cuda_objective.cpp adapts it to Objective.
+// A build without nvcc links linear_model_cuda_nocuda.cpp, which says so.
 #include <memory>
 
+#include "objectives/linear_cuda_engine.hpp"  // LinearLoss, Precision
 #include "objectives/linear_data.hpp"
 #include "objectives/objective.hpp"
 
 namespace stale {
-
-enum class LinearLoss { Squared, Logistic };
-enum class Precision { Float64, Float32 };
 
 // constants are computed once on the CPU twin and handed over
 std::unique_ptr<Objective> make_linear_model_cuda(std::shared_ptr<const LinearData> data, int stages, double l2,

@@ -15,6 +15,18 @@ void Objective::batch_grad_many(const Mat& Z, const std::vector<int>& batches, M
   }
 }
 
+void Objective::value_grad_many(const Mat& Z, Mat& G, Vec& values) const {
+  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
+  G.resize(dim(), Z.cols());
+  values.resize(Z.cols());
+  Vec z, g;
+  for (Index p = 0; p < Z.cols(); ++p) {
+    z = Z.col(p);
+    values(p) = value_grad(z, g);
+    G.col(p) = g;
+  }
+}
+
 namespace {
 // Fallback tracker: recompute value and gradient at the current point when asked.
 class RecomputingTracker final : public IterateTracker {

@@ -85,8 +85,21 @@ class Objective {
   // ---- batched evaluation: gradients of f_{batches[p]} at the columns Z[:, p] (d × P).
   // The fast path on a GPU (one GEMM instead of P GEMVs); the default loops.
   virtual void batch_grad_many(const Mat& Z, const std::vector<int>& batches, Mat& G) const;
+  // full-data values and gradients at the columns of Z (d × P): G is d × P, values has P
+  // entries (e.g. the same step of P runs of a sweep). The default loops over value_grad.
+  virtual void value_grad_many(const Mat& Z, Mat& G, Vec& values) const;
 
   virtual std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const;
+
+  // w_0 of a run: zeros (the authors' choice for the linear models); models that cannot
+  // start at zero (the transformer: zero LayerNorm gains and weights give zero gradients)
+  // draw their initialisation from Rng(seed, Stream::Init)
+  virtual Vec initial_point(uint64_t seed) const {
+    (void)seed;
+    return Vec::Zero(dim());
+  }
+  // one line for the run file's /objective description ("" = the data generator's name)
+  virtual std::string description() const { return ""; }
 
   // backend and precision this instance evaluates with
   virtual std::string backend() const { return "cpu"; }

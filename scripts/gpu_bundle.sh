@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the CUDA test and benchmark programs on a machine with nvcc and the Debian
+# libraries, and packs them with the shared libraries they need into DIR (default
+# .gpu_bundle), for a GPU machine that has the CUDA driver but cannot install packages:
+#   here:        bash scripts/gpu_bundle.sh
+#   GPU machine: STALE_GPU_PREBUILT=.gpu_bundle bash scripts/gpu_check.sh
+# Built for the generic x86-64 target (STALE_NATIVE=OFF): the GPU machine's CPU may differ.
+# cuBLAS and the CUDA runtime are not packed: the GPU machine's CUDA toolkit provides them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-.gpu_bundle}
+BUILD=${STALE_GPU_BUILD:-build-gpu-bundle}
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTALE_CUDA=ON -DSTALE_NATIVE=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES="${STALE_CUDA_ARCHS:-90}" >/dev/null
+cmake --build "$BUILD" -j "$(nproc)" --target stale test_gpu test_objectives bench_gradients bench_charlm
+rm -rf "$DIR" && mkdir -p "$DIR/lib"
+for t in stale test_gpu test_objectives bench_gradients bench_charlm; do cp "$BUILD/$t" "$DIR/"; done
+# the non-system libraries they link (HDF5, toml++, benchmark, OpenMP, cuBLAS, …)
+for t in "$DIR"/stale "$DIR"/test_* "$DIR"/bench_*; do
+  ldd "$t" | awk '/=> \// {print $3}'
+done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)\.so' |
+  grep -vE 'lib(cuda|cudart|cublas|cublasLt)\.so' | while read -r lib; do cp -L "$lib" "$DIR/lib/"; done
+du -sh "$DIR"
