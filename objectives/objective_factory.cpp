@@ -1,5 +1,6 @@
 #include "objectives/objective_factory.hpp"
 
+#include "objectives/charlm.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/linear_constants.hpp"
 #include "objectives/linear_model_cpu.hpp"
@@ -39,6 +40,7 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
 }
 
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {
+  if (cfg.get_string("objective.name") == "charlm") return make_charlm(cfg, backend);  // objectives/charlm.hpp
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
   auto data = make_linear_data(cfg);
   if (S > data->d())

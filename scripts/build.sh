@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSTALE_WERROR="${STALE_WERROR:-OFF}" "$@" >"$BUILD_DIR.configure.log" 2>&1 ||
-  { cat "$BUILD_DIR.configure.log"; exit 1; }
-grep -E "✓|✗" "$BUILD_DIR.configure.log" >&2 || true
+mkdir -p "$BUILD_DIR"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DSTALE_WERROR="${STALE_WERROR:-OFF}" "$@" >"$BUILD_DIR/configure.log" 2>&1 ||
+  { cat "$BUILD_DIR/configure.log"; exit 1; }
+grep -E "✓|✗" "$BUILD_DIR/configure.log" >&2 || true
 cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -1,4 +1,4 @@
-// The `stale` command line: run, schedule, info, keys (design.md "Command line").
+// The `stale` command line: run, sweep, schedule, sample, info, keys (design.md "Command line").
 // User errors (bad config, missing file) print one line and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -6,7 +6,9 @@
 
 #include "src/backend/backend.hpp"
 #include "src/cli/keys_command.hpp"
+#include "src/cli/sample_command.hpp"
 #include "src/cli/schedule_command.hpp"
+#include "src/cli/sweep_command.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
 #include "src/run/runner.hpp"
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   app.add_subcommand("info", "version, git sha, backends, OpenMP threads, CUDA devices");
   add_keys_command(app);
   add_schedule_command(app);
+  add_sweep_command(app);
+  add_sample_command(app);
 
   try {
     app.parse(argc, argv);
@@ -77,6 +81,8 @@ int main(int argc, char** argv) {
     if (run->parsed()) return cmd_run(config_path, overrides, out, quiet);
     if (app.got_subcommand("info")) return cmd_info();
     if (app.got_subcommand("schedule")) return run_schedule_command();
+    if (app.got_subcommand("sweep")) return run_sweep_command();
+    if (app.got_subcommand("sample")) return run_sample_command();
     return run_keys_command();
   } catch (const UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

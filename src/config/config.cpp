@@ -291,6 +291,10 @@ std::vector<double> Config::get_floats(const std::string& key) const {
   return std::get<std::vector<double>>(values_.at(key));
 }
 bool Config::is_set(const std::string& key) const { return explicit_.count(key) > 0; }
+std::string Config::value_text(const std::string& key) const {
+  STALE_CHECK(find_key(key) != nullptr, "config key '" + key + "' is not in the schema");
+  return value_to_string(values_.at(key));
+}
 
 std::string Config::to_toml() const {
   std::ostringstream os;

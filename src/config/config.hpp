@@ -51,6 +51,8 @@ class Config {
   // lists: a scalar given for a scalar_or_list key becomes a one-element list
   std::vector<double> get_floats(const std::string& key) const;
   bool is_set(const std::string& key) const;  // explicitly given (not the default)
+  // the value as TOML text (what to_toml writes for the key)
+  std::string value_text(const std::string& key) const;
 
   // resolved config as TOML text (all keys), stable order
   std::string to_toml() const;

@@ -1,0 +1,17 @@
+// The CUDA twin of the character-level GPT in a build without nvcc: its factory and the
+// GEMM peak probe say so (charlm_cuda.cu is the real one).
+#include "objectives/charlm_cuda_engine.hpp"
+#include "src/backend/backend.hpp"
+#include "src/core/error.hpp"
+
+namespace stale {
+
+bool charlm_cuda_compiled() { return false; }
+
+std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape&, const CharLmCudaLayout&, bool) {
+  throw UserError("backend cuda: " + cuda_unavailable_reason());
+}
+
+double cuda_sgemm_flops(int) { throw UserError("cuda_sgemm_flops: " + cuda_unavailable_reason()); }
+
+}  // namespace stale
