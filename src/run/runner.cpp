@@ -42,8 +42,8 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     std::vector<int64_t> sizes;
     for (int s = 0; s < f->stages(); ++s) sizes.push_back(f->blocks().size(s));
     const auto& c = f->constants();
-    log.write_objective(f->name(), f->num_samples(), f->dim(), sizes, c.L, c.mu, c.f_star, f->num_batches(),
-                        cfg.get_string("objective.generator"));
+    const std::string desc = f->description().empty() ? cfg.get_string("objective.generator") : f->description();
+    log.write_objective(f->name(), f->num_samples(), f->dim(), sizes, c.L, c.mu, c.f_star, f->num_batches(), desc);
 
     MetricsOptions opt;
     opt.every = every;
@@ -61,9 +61,11 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
       const auto now = std::chrono::steady_clock::now();
       if (r.k != K && r.k != 0 && now - last_print < std::chrono::milliseconds(tty ? 200 : 2000)) return;
       last_print = now;
-      std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  f-f*=%.3e  |grad f|^2=%.3e  %.1fs%s", tty ? "\r" : "",
-                   tag.c_str(), static_cast<long long>(r.k), static_cast<long long>(K), 100.0 * r.k / K, r.subopt,
-                   r.grad_norm_sq, r.wall, tty ? "   " : "\n");
+      // f_* unknown (the transformer): show the loss itself
+      const bool known = std::isfinite(r.subopt);
+      std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  %s=%.3e  |grad f|^2=%.3e  %.1fs%s", tty ? "\r" : "",
+                   tag.c_str(), static_cast<long long>(r.k), static_cast<long long>(K), 100.0 * r.k / K,
+                   known ? "f-f*" : "loss", known ? r.subopt : r.loss, r.grad_norm_sq, r.wall, tty ? "   " : "\n");
       std::fflush(stderr);
     };
     MetricsObserver obs(*f, &log, opt, progress_fn);
