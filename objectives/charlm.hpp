@@ -114,7 +114,7 @@ class CharLm : public Objective {
   const CharLmData& data() const { return *data_; }
 
   // mean cross-entropy over the fixed validation batches
-  virtual double validation_loss(const Vec& w) const = 0;
+  double validation_loss(const Vec& w) const override = 0;
   // the whole model at w on `rows` sequences of `len` ≤ T tokens (row-major): logits
   // [rows·len × V], row r·len + t predicting the token after position t
   virtual Mat logits(const Vec& w, const std::vector<int32_t>& tokens, int rows, int len) const = 0;

@@ -98,6 +98,11 @@ class Objective {
     (void)seed;
     return Vec::Zero(dim());
   }
+  // held-out loss at w, logged as /metrics/val_loss at the log cadence (NaN: no held-out set)
+  virtual double validation_loss(const Vec& w) const {
+    (void)w;
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   // one line for the run file's /objective description ("" = the data generator's name)
   virtual std::string description() const { return ""; }
 

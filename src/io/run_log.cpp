@@ -26,7 +26,7 @@ struct RunLog::Impl {
   h5::Handle file, metrics, theory;
   // series, in MetricsRow order
   std::vector<std::string> names = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist",
-                                    "stage", "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss"};
+                                    "stage", "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"};
   std::vector<h5::Appendable> series;
   std::vector<MetricsRow> rows;
   h5::Appendable iterates, iterates_k;
@@ -198,6 +198,7 @@ void RunLog::flush() {
     put_d(13, [](const MetricsRow& r) { return r.G; });
     put_d(14, [](const MetricsRow& r) { return r.wall; });
     put_d(15, [](const MetricsRow& r) { return r.batch_loss; });
+    put_d(16, [](const MetricsRow& r) { return r.val_loss; });
     I.rows.clear();
   }
   if (!I.itk_buf.empty()) {

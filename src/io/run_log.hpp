@@ -20,6 +20,7 @@ struct MetricsRow {
   int64_t stage = -1, batch = -1;
   double bound = 0, bound_opt = 0, bound_stoch = 0, bound_stale = 0, G = 0, wall = 0;
   double batch_loss = 0;  // loss at the last stage's forward of the latest update's micro-batch
+  double val_loss = 0;    // held-out loss (NaN when the objective has no held-out set)
 };
 
 struct TheoryConstants {

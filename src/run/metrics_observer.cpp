@@ -79,6 +79,7 @@ MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
 
 void MetricsObserver::record(const UpdateEvent& e, const Vec& w) {
   last_ = make_row(e);
+  last_.val_loss = f_.validation_loss(w);
   last_logged_ = k_;
   if (log_) {
     log_->append_metrics(last_);

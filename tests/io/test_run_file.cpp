@@ -2,6 +2,7 @@
 // shape, and the last iterate read back equals the in-memory one bit for bit.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "src/io/h5.hpp"
@@ -35,7 +36,7 @@ TEST_CASE("RunFileHasTheSchemaAndTheLastIterateBitForBit") {
   // 400 updates logged every 7 plus k = 0 and the final k = 400
   const size_t rows = 1 + 400 / 7 + 1;
   for (const char* m : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage",
-                        "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss"}) {
+                        "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"}) {
     CAPTURE(m);
     CHECK(h5::read_vector_double(id, std::string("metrics/") + m).size() == rows);
   }
@@ -69,4 +70,41 @@ TEST_CASE("DelayTableOfARunReplaysThroughTheTableModel") {
   Config b = test::small_config("[delay]\nname = \"table\"\npath = \"" + (dir / "a.h5").string() + "\"\n");
   const auto rb = run_experiment(b, (dir / "b.h5").string(), false);
   CHECK(std::memcmp(ra.final_w.data(), rb.final_w.data(), sizeof(double) * ra.final_w.size()) == 0);
+}
+
+TEST_CASE("CharLmRunLogsTheHeldOutLossAtTheLogCadence") {
+  // a tiny GPT on Tiny Shakespeare (the data directory of the checkout); linear models log NaN
+  const auto dir = test::temp_dir("charlm-run");
+  Config cfg = Config::from_string(R"(
+seed = 1
+backend = "cpu"
+[objective]
+name = "charlm"
+embedding = 8
+heads = 2
+context = 8
+batch_size = 2
+stages = 3
+samples = 40
+[method]
+name = "pipedream"
+lr = 0.1
+updates = 30
+[log]
+every = 10
+exact_mean = false
+progress = false
+)", "tiny.toml");
+  const RunResult r = run_experiment(cfg, (dir / "c.h5").string(), false);
+  CHECK(r.status == "ok");
+  auto f = h5::open_file_readonly((dir / "c.h5").string());
+  const auto val = h5::read_vector_double(f.id(), "metrics/val_loss");
+  REQUIRE(val.size() == 4);
+  for (double v : val) CHECK((std::isfinite(v) && std::abs(v - std::log(65.0)) < 1.0));
+  const auto bl = h5::read_vector_double(f.id(), "metrics/batch_loss");
+  CHECK(std::isfinite(bl.back()));
+
+  const RunResult lin = run_experiment(test::small_config(), (dir / "l.h5").string(), false);
+  auto g = h5::open_file_readonly((dir / "l.h5").string());
+  CHECK(std::isnan(h5::read_vector_double(g.id(), "metrics/val_loss").back()));
 }
