@@ -94,4 +94,18 @@ void generate_async_1f1b(Schedule& s, const AsyncRules& rules) {
   out.finish();
 }
 
+Schedule make_bounded_async_1f1b(const std::string& name, const ScheduleParams& p, bool stash) {
+  Schedule s = base_schedule(name, p);
+  s.stash = stash;
+  const int S = s.stages;
+  AsyncRules rules;
+  rules.inflight_limit.resize(S);
+  for (int st = 0; st < S; ++st) rules.inflight_limit[st] = S - st;
+  rules.alternate = false;
+  generate_async_1f1b(s, rules);
+  flag_every(s, s.accumulation);
+  s.inflight_bound = rules.inflight_limit;
+  return s;
+}
+
 }  // namespace stale::detail

@@ -10,18 +10,6 @@
 
 namespace stale::detail {
 
-Schedule make_paci(const ScheduleParams& p) {
-  Schedule s = base_schedule("paci", p);
-  s.stash = false;
-  const int S = s.stages;
-  AsyncRules rules;
-  rules.inflight_limit.resize(S);
-  for (int st = 0; st < S; ++st) rules.inflight_limit[st] = S - st;
-  rules.alternate = false;
-  generate_async_1f1b(s, rules);
-  flag_every(s, s.accumulation);
-  s.inflight_bound = rules.inflight_limit;
-  return s;
-}
+Schedule make_paci(const ScheduleParams& p) { return make_bounded_async_1f1b("paci", p, false); }
 
 }  // namespace stale::detail

@@ -10,18 +10,6 @@
 
 namespace stale::detail {
 
-Schedule make_2bw(const ScheduleParams& p) {
-  Schedule s = base_schedule("2bw", p);
-  s.stash = true;
-  const int S = s.stages;
-  AsyncRules rules;
-  rules.inflight_limit.resize(S);
-  for (int st = 0; st < S; ++st) rules.inflight_limit[st] = S - st;
-  rules.alternate = false;
-  generate_async_1f1b(s, rules);
-  flag_every(s, s.accumulation);
-  s.inflight_bound = rules.inflight_limit;
-  return s;
-}
+Schedule make_2bw(const ScheduleParams& p) { return make_bounded_async_1f1b("2bw", p, true); }
 
 }  // namespace stale::detail

@@ -57,6 +57,11 @@ struct AsyncRules {
 };
 void generate_async_1f1b(Schedule& s, const AsyncRules& rules);
 
+// Asynchronous 1F1B without flush, stage s holding at most S − s micro-batches, backward
+// first, a step after every `accumulation` gradients: PACI (stash = false) and PipeDream-2BW
+// (stash = true) share this program and differ only in which version B uses.
+Schedule make_bounded_async_1f1b(const std::string& name, const ScheduleParams& p, bool stash);
+
 // Generators (one file each, registered in schedule.cpp). Parameters arrive validated and
 // with defaults filled in.
 Schedule make_naive(const ScheduleParams& p);
