@@ -7,6 +7,7 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "objectives/objective.hpp"
 #include "src/config/config.hpp"
 #include "src/core/rng.hpp"
 
@@ -57,6 +58,29 @@ inline int run_command(const std::string& cmd, std::string& output) {
   std::ifstream in(log);
   output.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+// the stage-wise pipeline at w for batch m: forward through every stage, the loss head,
+// backward; returns the head's loss and the weight gradient in g (the last activation in
+// *last when asked)
+inline double pipeline_value_grad(const Objective& f, int m, const Vec& w, Vec& g, Mat* last = nullptr) {
+  const auto& P = f.blocks();
+  std::vector<Mat> acts(P.stages() + 1);
+  std::vector<std::unique_ptr<StageCache>> caches(P.stages());
+  acts[0] = f.input_activation(m);
+  for (int s = 0; s < P.stages(); ++s) f.stage_forward(s, m, acts[s], P.block(w, s), acts[s + 1], caches[s]);
+  if (last) *last = acts.back();
+  Mat grad;
+  const double loss = f.loss_forward_backward(m, acts.back(), grad);
+  g.resize(w.size());
+  for (int s = P.stages() - 1; s >= 0; --s) {
+    Mat grad_in;
+    Vec gs(P.size(s));
+    f.stage_backward(s, m, grad, P.block(w, s), caches[s].get(), gs, grad_in);
+    P.block(g, s) = gs;
+    grad = grad_in;
+  }
+  return loss;
 }
 
 }  // namespace stale::test

@@ -85,24 +85,6 @@ void check_pipeline(const Objective& cpu, const Objective& gpu, int m, const Vec
   }
 }
 
-// forward through every stage, the loss head, backward: the pipeline's gradient of f_m at w
-void pipeline_grad(const Objective& f, int m, const Vec& w, Vec& g) {
-  const auto& P = f.blocks();
-  std::vector<Mat> acts(P.stages() + 1);
-  std::vector<std::unique_ptr<StageCache>> caches(P.stages());
-  acts[0] = f.input_activation(m);
-  for (int s = 0; s < P.stages(); ++s) f.stage_forward(s, m, acts[s], P.block(w, s), acts[s + 1], caches[s]);
-  Mat grad;
-  f.loss_forward_backward(m, acts.back(), grad);
-  g.resize(w.size());
-  for (int s = P.stages() - 1; s >= 0; --s) {
-    Mat grad_in;
-    Vec gs(P.size(s));
-    f.stage_backward(s, m, grad, P.block(w, s), caches[s].get(), gs, grad_in);
-    P.block(g, s) = gs;
-    grad = grad_in;
-  }
-}
 
 bool bit_equal(const Vec& a, const Vec& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
@@ -142,7 +124,7 @@ void check_equivalent(const Config& cfg) {
       check_pipeline(*cpu, *gpu, m, w, tol);
       // on the device alone: pipeline gradient ≡ batch gradient ≡ block gradients, bitwise
       Vec gp, gb;
-      pipeline_grad(*gpu, m, w, gp);
+      test::pipeline_value_grad(*gpu, m, w, gp);
       gpu->batch_value_grad(w, m, gb);
       CHECK(bit_equal(gp, gb));
       for (int s = 0; s < gpu->stages(); ++s) {

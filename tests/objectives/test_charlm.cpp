@@ -99,26 +99,6 @@ Vec test_point(const CharLm& f, uint64_t seed, double perturb = 0.05) {
   return w;
 }
 
-// the stage-wise pipeline: forward through all stages, loss head, backward
-double pipeline_value_grad(const Objective& f, int m, const Vec& w, Vec& g, Mat* last = nullptr) {
-  const auto& P = f.blocks();
-  std::vector<Mat> acts(P.stages() + 1);
-  std::vector<std::unique_ptr<StageCache>> caches(P.stages());
-  acts[0] = f.input_activation(m);
-  for (int s = 0; s < P.stages(); ++s) f.stage_forward(s, m, acts[s], P.block(w, s), acts[s + 1], caches[s]);
-  if (last) *last = acts.back();
-  Mat grad;
-  const double loss = f.loss_forward_backward(m, acts.back(), grad);
-  g.resize(w.size());
-  for (int s = P.stages() - 1; s >= 0; --s) {
-    Mat grad_in;
-    Vec gs(P.size(s));
-    f.stage_backward(s, m, grad, P.block(w, s), caches[s].get(), gs, grad_in);
-    P.block(g, s) = gs;
-    grad = grad_in;
-  }
-  return loss;
-}
 
 Config charlm_config(const std::string& extra = "") {
   return Config::from_string(R"(
@@ -308,7 +288,7 @@ TEST_CASE("CharLmStagewisePipelineEqualsMonolithicBitForBit") {
       const double loss_fwd = dynamic_cast<const CharLmCpu<float>*>(&f)
                                   ? dynamic_cast<const CharLmCpu<float>&>(f).batch_loss(w, m, &mono_logits)
                                   : dynamic_cast<const CharLmCpu<double>&>(f).batch_loss(w, m, &mono_logits);
-      const double loss_pipe = pipeline_value_grad(f, m, w, g_pipe, &pipe_logits);
+      const double loss_pipe = test::pipeline_value_grad(f, m, w, g_pipe, &pipe_logits);
       CHECK(loss_pipe == loss_mono);
       CHECK(loss_fwd == loss_mono);
       CHECK(mono_logits.rows() == sh.N());

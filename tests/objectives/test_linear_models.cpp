@@ -40,25 +40,6 @@ Vec fd_gradient(F f, const Vec& w, double h = 1e-5) {
   return g;
 }
 
-// the stage-wise pipeline: forward through all stages, loss head, backward
-double pipeline_value_grad(const Objective& f, int m, const Vec& w, Vec& g) {
-  const auto& P = f.blocks();
-  std::vector<Mat> acts(P.stages() + 1);
-  std::vector<std::unique_ptr<StageCache>> caches(P.stages());
-  acts[0] = f.input_activation(m);
-  for (int s = 0; s < P.stages(); ++s) f.stage_forward(s, m, acts[s], P.block(w, s), acts[s + 1], caches[s]);
-  Mat grad;
-  double loss = f.loss_forward_backward(m, acts.back(), grad);
-  g.resize(w.size());
-  for (int s = P.stages() - 1; s >= 0; --s) {
-    Mat grad_in;
-    Vec gs(P.size(s));
-    f.stage_backward(s, m, grad, P.block(w, s), caches[s].get(), gs, grad_in);
-    P.block(g, s) = gs;
-    grad = grad_in;
-  }
-  return loss;
-}
 
 void check_all_gradients(const Objective& f, uint64_t seed) {
   const Vec w = random_point(f.dim(), seed);
@@ -86,7 +67,7 @@ void check_all_gradients(const Objective& f, uint64_t seed) {
   // the stage-wise pipeline's weight gradient equals the batch gradient bit for bit (the
   // regulariser enters through the backward pass, the loss value through the head)
   Vec gp;
-  pipeline_value_grad(f, m, w, gp);
+  test::pipeline_value_grad(f, m, w, gp);
   CHECK(std::memcmp(gp.data(), gm.data(), sizeof(double) * gm.size()) == 0);
   for (int s = 0; s < f.stages(); ++s) {
     Vec gs(f.blocks().size(s));
