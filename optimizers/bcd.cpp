@@ -13,7 +13,12 @@ class Bcd final : public Method {
  public:
   explicit Bcd(MethodParams p) : p_(p) {}
   std::string name() const override { return "bcd"; }
-  void run(const Objective& f, Vec& w, RunObserver& obs) const override {
+  RunPlan plan(const Objective&) const override {
+    RunPlan pl;
+    pl.updates = p_.updates;
+    return pl;
+  }
+  RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const auto& P = f.blocks();
     StageSampler stages(f.stages(), p_.seed);
     BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
@@ -22,7 +27,7 @@ class Bcd final : public Method {
     for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p_.rule, P.size(s)));
     Vec g(P.max_size()), delta;
     obs.on_start(w);
-    for (int64_t k = 0; k < p_.updates && !obs.should_stop(); ++k) {
+    for (int64_t k = 0; k < plan.updates && !obs.should_stop(); ++k) {
       const int s = stages.next();
       const int m = batches.next();
       auto gs = g.head(P.size(s));
@@ -36,6 +41,7 @@ class Bcd final : public Method {
       e.grad_norm = gs.norm();
       obs.on_update(e, delta, w);
     }
+    return {};
   }
 
  private:

@@ -15,7 +15,30 @@
 namespace stale {
 
 class Config;
-class RunLog;
+struct Schedule;
+struct SimResult;
+
+// What a run will do, decided once before it starts (issue "one plan per run"): every
+// consumer — the method's loop, the metrics observer, the run file, progress, the size of the
+// delay table, the bound — reads K and δ from here, never from method.updates.
+struct RunPlan {
+  int64_t updates = 0;           // K: block updates the run performs (unless it diverges)
+  int64_t delay_bound = 0;       // δ of theory.md §3 (0 for fresh-read methods)
+  double delay_mean = 0;         // steady-state mean delay (reports)
+  std::string delay_name = "zero";
+  // schedule-driven methods and rpd over a schedule: the planned schedule and its simulation
+  std::shared_ptr<const Schedule> schedule;
+  std::shared_ptr<const SimResult> simulation;
+  std::string note;              // how K was derived when it is not method.updates
+  bool executes_schedule = false;  // the method runs the schedule's ops (the run file gets /schedule)
+};
+
+// What a run measured beyond its metrics; the runner writes it into the run file.
+struct RunReport {
+  // per block: the most updates of the block one micro-batch saw between its F and its B,
+  // counted while executing (schedule-driven methods; compared with the simulator and PACI's bound)
+  std::vector<int64_t> measured_crossed;
+};
 
 struct UpdateEvent {
   int64_t k = 0;            // block updates done, this one included
@@ -45,17 +68,16 @@ class Method {
   virtual ~Method() = default;
   virtual std::string name() const = 0;
   // work that depends on the objective but not on the run (planning and simulating a
-  // schedule); the runner calls it before asking for delay_bound()
-  virtual void prepare(const Objective& f) const {}
-  // run from w (updated in place) until K block updates are done or the observer stops it
-  virtual void run(const Objective& f, Vec& w, RunObserver& obs) const = 0;
-  // δ the bound of theory.md §3 is evaluated with (0 for fresh-read methods)
-  virtual int64_t delay_bound() const { return 0; }
-  // what the method measured beyond the metrics (schedule, crossing counts) into the run file
-  virtual void write_report(RunLog& log) const {}
-  // the delay model's name and steady-state mean, for the run file
-  virtual std::string delay_name() const { return "zero"; }
-  virtual double delay_mean() const { return 0.0; }
+  // schedule): the plan every consumer reads. Config errors (a schedule that cannot reach K)
+  // surface here, before any file exists.
+  virtual RunPlan plan(const Objective& f) const = 0;
+  // run from w (updated in place) until plan.updates block updates are done or the observer
+  // stops it; `plan` is this method's plan for f
+  virtual RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const = 0;
+  // plan and run in one call (tests, benchmarks)
+  RunReport run(const Objective& f, Vec& w, RunObserver& obs) const { return run(f, plan(f), w, obs); }
+  // δ of the plan for f (tests)
+  int64_t delay_bound(const Objective& f) const { return plan(f).delay_bound; }
 };
 
 // hyperparameters every method shares (theory.md §2 notation)
@@ -75,6 +97,8 @@ struct MethodParams {
 struct RpdOrder {
   std::vector<int> stages, batches;
   std::vector<double> times;
+  std::shared_ptr<const Schedule> schedule;  // the schedule replayed or timed (for the plan)
+  std::shared_ptr<const SimResult> simulation;
 };
 
 std::unique_ptr<Method> make_method(const Config& cfg, const Objective& f);

@@ -54,17 +54,21 @@ std::unique_ptr<Method> make_rpd_method(const Config& cfg, MethodParams p, int s
   }
   ExecutorOptions o = ExecutorOptions::from_config(cfg, cfg.get_string("delay.schedule"));
   o.params.stages = stages / std::max(1, o.params.chunks);
-  const Schedule sched = plan_schedule(o);
+  auto sched_ptr = std::make_shared<const Schedule>(plan_schedule(o));
+  const Schedule& sched = *sched_ptr;
   if (sched.replicas > 1) config_error("delay.schedule", "localsgd has one delay table per replica; RPD replays one model");
   SimOptions so;
   so.delay_table = replay;
-  const SimResult sim = simulate(sched, o.costs, so);
+  auto sim_ptr = std::make_shared<const SimResult>(simulate(sched, o.costs, so));
+  const SimResult& sim = *sim_ptr;
   const int64_t rows = static_cast<int64_t>(sim.updates.size());
   if (budget > 0) p.updates = rows;
   if (rows < p.updates)
     config_error("method.updates", std::to_string(p.updates) + " updates but the schedule " + sched.name + " yields " +
                                        std::to_string(rows));
   RpdOrder order;
+  order.schedule = sched_ptr;
+  order.simulation = sim_ptr;
   for (const auto& u : sim.updates) order.times.push_back(u.end);
   if (replay && cfg.get_bool("delay.follow_order")) {
     if (sched.accumulation > 1)

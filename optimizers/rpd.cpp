@@ -23,11 +23,19 @@ class Rpd final : public Method {
   Rpd(MethodParams p, std::shared_ptr<const DelayModel> delays, RpdOrder order)
       : p_(p), delays_(std::move(delays)), order_(std::move(order)) {}
   std::string name() const override { return "rpd"; }
-  int64_t delay_bound() const override { return delays_->bound(); }
-  std::string delay_name() const override { return delays_->name(); }
-  double delay_mean() const override { return delays_->steady_state_mean(); }
+  RunPlan plan(const Objective&) const override {
+    RunPlan pl;
+    pl.updates = p_.updates;
+    pl.delay_bound = delays_->bound();
+    pl.delay_mean = delays_->steady_state_mean();
+    pl.delay_name = delays_->name();
+    pl.schedule = order_.schedule;
+    pl.simulation = order_.simulation;
+    if (!order_.times.empty()) pl.note = "method.time_budget: the updates the schedule fits into the budget";
+    return pl;
+  }
 
-  void run(const Objective& f, Vec& w, RunObserver& obs) const override {
+  RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const auto& P = f.blocks();
     const int S = f.stages();
     VersionStore store(P, w, delays_->bound());
@@ -37,11 +45,11 @@ class Rpd final : public Method {
     std::vector<std::unique_ptr<BlockOptimizer>> rules;
     for (int s = 0; s < S; ++s) rules.push_back(make_block_optimizer(p_.rule, P.size(s)));
     const bool follow = !order_.stages.empty();
-    STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= p_.updates, "the order covers every update");
+    STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
     std::vector<int64_t> d(S);
     Vec z(f.dim()), g(P.max_size()), wb, delta;
     obs.on_start(w);
-    for (int64_t k = 0; k < p_.updates && !obs.should_stop(); ++k) {
+    for (int64_t k = 0; k < plan.updates && !obs.should_stop(); ++k) {
       for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
       store.gather(d, z);
       double stale_sq = 0;
@@ -66,6 +74,7 @@ class Rpd final : public Method {
       obs.on_update(e, delta, store.current());
     }
     w = store.current();
+    return {};
   }
 
  private:

@@ -9,7 +9,6 @@
 #include "optimizers/sampling.hpp"
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
-#include "src/io/run_log.hpp"
 #include "src/pipeline/simulator.hpp"
 
 namespace stale {
@@ -22,13 +21,12 @@ Schedule build(const ExecutorOptions& opt, int64_t M) {
   return make_schedule(opt.schedule, p);
 }
 
-bool is_flush(const std::string& schedule) {
-  return schedule == "gpipe" || schedule == "1f1b-flush" || schedule == "interleaved" || schedule == "zb-h1";
-}
-
 // micro-batch counts a schedule accepts are multiples of this (whole mini-batches)
 int64_t granularity(const ExecutorOptions& opt) {
-  return is_flush(opt.schedule) ? std::max(1, opt.params.accumulation) : 1;
+  if (!schedule_info(opt.schedule).flush) return 1;
+  ScheduleParams p = opt.params;
+  p.microbatches = 1;
+  return resolve_schedule_params(opt.schedule, p).accumulation;
 }
 
 SimOptions timing_only() {
@@ -85,19 +83,17 @@ ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::strin
   o.params.stages = static_cast<int>(cfg.get_int("objective.stages"));
   o.params.microbatches = cfg.get_int("method.microbatches");
   o.params.accumulation = static_cast<int>(cfg.get_int("method.accumulation"));
-  if (schedule == "localsgd") {
+  const ScheduleInfo& info = schedule_info(schedule);
+  if (info.replicated) {
     o.params.replicas = static_cast<int>(cfg.get_int("method.replicas"));
     o.params.local_steps = static_cast<int>(cfg.get_int("method.local_steps"));
   } else {
     for (const char* key : {"method.replicas", "method.local_steps"})
       if (cfg.get_int(key) != 0) config_error(key, "applies only to method.name = \"localsgd\"");
   }
-  if (schedule == "interleaved") o.params.chunks = static_cast<int>(cfg.get_int("method.chunks"));
+  if (info.chunked) o.params.chunks = static_cast<int>(cfg.get_int("method.chunks"));
   else if (cfg.get_int("method.chunks") != 0) config_error("method.chunks", "applies only to method.name = \"interleaved\"");
-  if (o.params.chunks == 0 && schedule == "interleaved") o.params.chunks = 2;
-  // a flush schedule steps once per mini-batch of m micro-batches; without a given m take
-  // one micro-batch per device (m = S), the smallest that keeps every device busy at once
-  if (is_flush(schedule) && o.params.accumulation == 0) o.params.accumulation = o.params.stages / std::max(1, o.params.chunks);
+  if (o.params.chunks == 0 && info.chunked) o.params.chunks = 2;
   o.costs = cost_model_from_config(cfg);
   o.method = MethodParams::from_config(cfg);
   o.rule = UpdateRuleParams::from_config(cfg);
@@ -155,31 +151,46 @@ struct MicroState {
 
 }  // namespace
 
-void ScheduleMethod::prepare(const Objective& f) const {
+RunPlan ScheduleMethod::plan(const Objective& f) const {
   const int J = f.stages();  // blocks of w = virtual stages of the schedule
-  if (planned_ && planned_blocks_ == J) return;
   ExecutorOptions opt = opt_;
   const int chunks = std::max(1, opt.params.chunks);
   if (J % chunks != 0)
     throw UserError("config: objective.stages = " + std::to_string(J) + " must be a multiple of method.chunks = " +
                     std::to_string(chunks));
   opt.params.stages = J / chunks;
-  schedule_ = plan_schedule(opt);
-  STALE_CHECK(schedule_.blocks() == J, "schedule blocks = objective blocks");
-  sim_ = simulate(schedule_, opt.costs, SimOptions{});
-  bound_ = sim_.delays.max_overall();
-  mean_ = sim_.steady_delays.updates() > 0 ? sim_.steady_delays.mean_overall() : sim_.delays.mean_overall();
-  planned_ = true;
-  planned_blocks_ = J;
+  auto schedule = std::make_shared<const Schedule>(plan_schedule(opt));
+  STALE_CHECK(schedule->blocks() == J, "schedule blocks = objective blocks");
+  auto sim = std::make_shared<const SimResult>(simulate(*schedule, opt.costs, SimOptions{}));
+  RunPlan pl;
+  pl.executes_schedule = true;
+  pl.delay_bound = sim->delays.max_overall();
+  pl.delay_mean = sim->steady_delays.updates() > 0 ? sim->steady_delays.mean_overall() : sim->delays.mean_overall();
+  pl.delay_name = "schedule:" + opt.schedule;
+  if (opt.time_budget > 0) {
+    pl.updates = sim->total_updates;
+    pl.note = "method.time_budget: every update of the micro-batches whose timeline fits the budget";
+  } else {
+    if (sim->total_updates < opt.method.updates)
+      config_error("method.microbatches", std::to_string(schedule->microbatches) + " micro-batches of " +
+                                              schedule->name + " perform " + std::to_string(sim->total_updates) +
+                                              " block updates, fewer than method.updates = " +
+                                              std::to_string(opt.method.updates) +
+                                              " (use method.microbatches = 0 to take the fewest that reach K)");
+    pl.updates = opt.method.updates;
+  }
+  pl.schedule = std::move(schedule);
+  pl.simulation = std::move(sim);
+  return pl;
 }
 
-void ScheduleMethod::run(const Objective& f, Vec& w, RunObserver& obs) const {
-  prepare(f);
+RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const {
+  STALE_CHECK(plan.schedule && plan.simulation, "a schedule method runs its own plan");
   const auto& P = f.blocks();
   const ExecutorOptions& opt = opt_;
   const int J = P.stages();
-  const Schedule& sched = schedule_;
-  const SimResult& sim = sim_;
+  const Schedule& sched = *plan.schedule;
+  const SimResult& sim = *plan.simulation;
   const bool stash = sched.stash && opt.stash;
   const int R = sched.replicas;
 
@@ -214,8 +225,7 @@ void ScheduleMethod::run(const Objective& f, Vec& w, RunObserver& obs) const {
   for (int j = 0; j < J; ++j) velocity[j] = Vec::Zero(P.size(j));
 
   LrSchedule lr{opt.lr_schedule, opt.method.lr, opt.lr_min, opt.warmup, 1};
-  const bool budget_run = opt.time_budget > 0;
-  const int64_t K = budget_run ? sim.total_updates : std::min<int64_t>(opt.method.updates, sim.total_updates);
+  const int64_t K = plan.updates;
   lr.total = K;
   GradientNoise noise(opt.method.grad_noise_std, opt.method.seed);
 
@@ -233,7 +243,9 @@ void ScheduleMethod::run(const Objective& f, Vec& w, RunObserver& obs) const {
   };
 
   std::vector<std::vector<int64_t>> block_updates(R, std::vector<int64_t>(J, 0));
-  crossed_.assign(J, 0);
+  RunReport report;
+  std::vector<int64_t>& crossed = report.measured_crossed;
+  crossed.assign(J, 0);
   obs.on_start(w);
   int64_t k = 0;
   int64_t update_index = 0;  // position in sim.updates (serial order)
@@ -267,7 +279,7 @@ void ScheduleMethod::run(const Objective& f, Vec& w, RunObserver& obs) const {
         st.loss = f.loss_forward_backward(batch, st.act[J], st.grad);
         st.act[J] = Mat();
       }
-      crossed_[j] = std::max(crossed_[j], block_updates[r][j] - st.updates_at_forward[j]);
+      crossed[j] = std::max(crossed[j], block_updates[r][j] - st.updates_at_forward[j]);
       const Vec used = stash ? Vec(P.block(st.z, j)) : Vec(wj);
       grad_w.resize(P.size(j));
       f.stage_backward(j, batch, st.grad, used, st.cache[j].get(), grad_w, grad_in);
@@ -322,8 +334,7 @@ void ScheduleMethod::run(const Objective& f, Vec& w, RunObserver& obs) const {
     if (gradient_op && ++st.gradients_done == J) live.erase(mb);  // its last op
   }
   w = R == 1 ? W[0] : w_avg;
+  return report;
 }
-
-void ScheduleMethod::write_report(RunLog& log) const { log.write_schedule(schedule_, sim_, crossed_); }
 
 }  // namespace stale

@@ -56,31 +56,17 @@ class ScheduleMethod final : public Method {
  public:
   ScheduleMethod(std::string name, ExecutorOptions opt) : name_(std::move(name)), opt_(std::move(opt)) {}
   std::string name() const override { return name_; }
-  void prepare(const Objective& f) const override;
-  void run(const Objective& f, Vec& w, RunObserver& obs) const override;
-  int64_t delay_bound() const override { return bound_; }
-  // the planned schedule and its simulation (after prepare)
-  const Schedule& schedule() const { return schedule_; }
-  const SimResult& simulation() const { return sim_; }
-  // per block: the most updates of the block one micro-batch saw between its F and its B,
-  // counted while executing (compared with the simulator's count and PACI's bound)
-  const std::vector<int64_t>& measured_crossed() const { return crossed_; }
-  void write_report(RunLog& log) const override;
-  std::string delay_name() const override { return "schedule:" + opt_.schedule; }
-  double delay_mean() const override { return mean_; }
+  // plans the schedule for f's blocks (virtual stages) and simulates it; K is every update
+  // the schedule performs under a time budget, else method.updates — and a schedule that
+  // cannot reach it (method.microbatches too small) is a config error
+  RunPlan plan(const Objective& f) const override;
+  RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override;
+  using Method::run;
   const ExecutorOptions& options() const { return opt_; }
 
  private:
   std::string name_;
   ExecutorOptions opt_;
-  // planned once per objective (its block count fixes the schedule's stages)
-  mutable Schedule schedule_;
-  mutable SimResult sim_;
-  mutable bool planned_ = false;
-  mutable int planned_blocks_ = 0;
-  mutable int64_t bound_ = 0;
-  mutable double mean_ = 0;
-  mutable std::vector<int64_t> crossed_;
 };
 
 }  // namespace stale

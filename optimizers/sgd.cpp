@@ -15,14 +15,24 @@ class Sgd final : public Method {
  public:
   explicit Sgd(MethodParams p) : p_(p) {}
   std::string name() const override { return "sgd"; }
-  void run(const Objective& f, Vec& w, RunObserver& obs) const override {
+  // K rounds up to whole steps: a step updates all S blocks at once
+  RunPlan plan(const Objective& f) const override {
+    RunPlan pl;
+    const int64_t S = f.stages();
+    pl.updates = (p_.updates + S - 1) / S * S;
+    if (pl.updates != p_.updates)
+      pl.note = "method.updates = " + std::to_string(p_.updates) + " rounded up to whole SGD steps of S = " +
+                std::to_string(S) + " block updates";
+    return pl;
+  }
+  RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const int S = f.stages();
     BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
     GradientNoise noise(p_.grad_noise_std, p_.seed);
     auto rule = make_block_optimizer(p_.rule, f.dim());
     Vec g, delta;
     obs.on_start(w);
-    for (int64_t k = 0; k < p_.updates && !obs.should_stop(); k += S) {
+    for (int64_t k = 0; k < plan.updates && !obs.should_stop(); k += S) {
       const int m = batches.next();
       UpdateEvent e;
       e.batch_loss = f.batch_value_grad(w, m, g);
@@ -33,6 +43,7 @@ class Sgd final : public Method {
       e.grad_norm = g.norm();
       obs.on_update(e, delta, w);
     }
+    return {};
   }
 
  private:

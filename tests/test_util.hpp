@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "objectives/objective.hpp"
 #include "src/config/config.hpp"
@@ -13,9 +14,11 @@
 
 namespace stale::test {
 
+// unique per process and call: parallel ctest processes and repeated calls never share one
 inline std::filesystem::path temp_dir(const std::string& name) {
+  static int counter = 0;
   auto p = std::filesystem::temp_directory_path() /
-           ("stale-test-" + name + "-" + std::to_string(splitmix64(reinterpret_cast<uintptr_t>(&name)) % 100000));
+           ("stale-test-" + name + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;

@@ -65,8 +65,10 @@ std::vector<double> read_matrix_double(hid_t parent, const std::string& name, hs
 class Appendable {
  public:
   Appendable() = default;
-  // cols = 0: a 1-D series; cols > 0: rows of `cols` values
-  Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows);
+  // cols = 0: a 1-D series; cols > 0: rows of `cols` values. file_type < 0: stored as
+  // mem_type; else HDF5 converts on write (e.g. int64 in memory, int32 on disk)
+  Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows,
+             hid_t file_type = -1);
   void append(const void* data, hsize_t rows);
   hsize_t rows() const { return rows_; }
 

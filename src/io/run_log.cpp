@@ -128,7 +128,9 @@ void RunLog::append_delays(const std::vector<int64_t>& d) {
   ++I.delay_rows;
   if (!I.keep_table) return;
   if (!I.delay_table.rows() && I.delay_buf.empty())
-    I.delay_table = h5::Appendable(I.file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(I.stages), 4096);
+    // int32 on disk: a delay is below 2^31 by the version store's own limit
+    I.delay_table = h5::Appendable(I.file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(I.stages),
+                                   std::max<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(I.stages)), H5T_STD_I32LE);
   I.delay_buf.insert(I.delay_buf.end(), d.begin(), d.begin() + I.stages);
   if (I.delay_buf.size() >= static_cast<size_t>(I.stages) * 4096) flush();
 }
@@ -148,6 +150,9 @@ void RunLog::write_theory(const TheoryConstants& t) {
   h5::write_attr(g.id(), "Delta0", t.delta0);
   h5::write_attr(g.id(), "S", t.stages);
   h5::write_attr(g.id(), "K", t.updates);
+  h5::write_attr(g.id(), "K_planned", t.updates_planned);
+  h5::write_attr(g.id(), "K_note", t.updates_note);
+  h5::write_attr(g.id(), "lr_note", t.lr_note);
   h5::write_attr(g.id(), "lr_within_1_over_L", int64_t{t.lr <= 1.0 / t.L});
   h5::write_attr(g.id(), "bound_formula",
                  std::string("2 S Delta0 / (lr K) + lr S L G^2 + lr^2 L^2 delta^2 G^2 (theory.md section 3)"));

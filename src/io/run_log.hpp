@@ -29,6 +29,9 @@ struct TheoryConstants {
   bool L_exact = false;
   std::string f_star_method, delay_model;
   double delay_mean = 0;
+  int64_t updates_planned = 0;   // K of the run's plan (updates = what it did: fewer if it diverged)
+  std::string updates_note;      // how K was derived when it is not method.updates
+  std::string lr_note = "constant";  // which γ the bound uses
 };
 
 class RunLog {

@@ -18,27 +18,45 @@ struct Entry {
   Generator make;
 };
 
+// one row per schedule: name, summary, traits, generator
 const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = {
-      {{"naive", "one micro-batch at a time through the whole pipeline; step every a micro-batches"},
-       detail::make_naive},
-      {{"gpipe", "all F then all B per mini-batch of a micro-batches, flush (Huang et al. 2019)"},
-       detail::make_gpipe},
-      {{"1f1b-flush", "warm-up S-1-s F, then 1F1B, cool-down, flush per mini-batch (PipeDream-Flush / DAPPLE)"},
-       detail::make_1f1b_flush},
-      {{"pipedream", "asynchronous 1F1B, at most S in flight, weight stashing, step per B (theory.md 4)"},
-       detail::make_pipedream},
-      {{"paci", "asynchronous 1F1B, stage s holds S-s, no stashing, step every a B (theory.md 5)"},
-       detail::make_paci},
-      {{"2bw", "PipeDream-2BW: 1F1B without flush, step every a micro-batches, two stashed versions"},
-       detail::make_2bw},
-      {{"interleaved", "Megatron interleaved 1F1B, v chunks per device, flush per mini-batch"},
-       detail::make_interleaved},
-      {{"zb-h1", "zero bubble H1: B split into B and W, 1F1B memory, W fills bubbles, flush"},
-       detail::make_zero_bubble_h1},
-      {{"localsgd", "R replicas interleaved in one pipeline, H local steps, drain + average per round (theory.md 6)"},
-       detail::make_localsgd},
-  };
+  static const std::vector<Entry> entries = [] {
+    auto info = [](std::string name, std::string summary, bool flush, bool split, bool accumulates, bool replicated,
+                   bool chunked, std::string default_accumulation) {
+      return ScheduleInfo{std::move(name), std::move(summary), flush, split, accumulates, replicated, chunked,
+                          std::move(default_accumulation)};
+    };
+    const std::string per_device = "S (one micro-batch per device: the fewest that keep every device busy)";
+    return std::vector<Entry>{
+        {info("naive", "one micro-batch at a time through the whole pipeline; step every a micro-batches", false,
+              false, true, false, false, "1"),
+         detail::make_naive},
+        {info("gpipe", "all F then all B per mini-batch of a micro-batches, flush (Huang et al. 2019)", true, false,
+              true, false, false, per_device),
+         detail::make_gpipe},
+        {info("1f1b-flush", "warm-up S-1-s F, then 1F1B, cool-down, flush per mini-batch (PipeDream-Flush / DAPPLE)",
+              true, false, true, false, false, per_device),
+         detail::make_1f1b_flush},
+        {info("pipedream", "asynchronous 1F1B, at most S in flight, weight stashing, step per B (theory.md 4)", false,
+              false, false, false, false, "1"),
+         detail::make_pipedream},
+        {info("paci", "asynchronous 1F1B, stage s holds S-s, no stashing, step every a B (theory.md 5)", false, false,
+              true, false, false, "1"),
+         detail::make_paci},
+        {info("2bw", "PipeDream-2BW: 1F1B without flush, step every a micro-batches, two stashed versions", false,
+              false, true, false, false, "S (the least for which two weight versions suffice)"),
+         detail::make_2bw},
+        {info("interleaved", "Megatron interleaved 1F1B, v chunks per device, flush per mini-batch", true, false, true,
+              false, true, "S (devices, not chunks)"),
+         detail::make_interleaved},
+        {info("zb-h1", "zero bubble H1: B split into B and W, 1F1B memory, W fills bubbles, flush", true, true, true,
+              false, false, per_device),
+         detail::make_zero_bubble_h1},
+        {info("localsgd", "R replicas interleaved in one pipeline, H local steps, drain + average per round (theory.md 6)",
+              false, false, false, true, false, "1"),
+         detail::make_localsgd},
+    };
+  }();
   return entries;
 }
 
@@ -52,9 +70,16 @@ std::string valid_names() {
   throw UserError("schedule " + schedule + ": " + msg);
 }
 
+const Entry& entry(const std::string& name) {
+  for (const auto& e : registry())
+    if (e.info.name == name) return e;
+  throw UserError("unknown schedule '" + name + "'; valid: " + valid_names());
+}
+
 // Fills defaults and rejects parameters that do not apply, so that a typo'd option is never
 // silently ignored.
-ScheduleParams resolve(const std::string& name, ScheduleParams p) {
+ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
+  const std::string& name = info.name;
   if (p.stages < 1) bad(name, "stages must be >= 1 (got " + std::to_string(p.stages) + ")");
   if (p.microbatches < 1) bad(name, "microbatches must be >= 1 (got " + std::to_string(p.microbatches) + ")");
   if (p.microbatches > std::numeric_limits<int32_t>::max())
@@ -64,36 +89,32 @@ ScheduleParams resolve(const std::string& name, ScheduleParams p) {
   if (p.local_steps < 0) bad(name, "local_steps must be >= 1 (got " + std::to_string(p.local_steps) + ")");
   if (p.chunks < 0) bad(name, "chunks must be >= 1 (got " + std::to_string(p.chunks) + ")");
 
-  const bool flush = name == "gpipe" || name == "1f1b-flush" || name == "interleaved" || name == "zb-h1";
-  if (name == "localsgd") {
+  if (info.replicated) {
     if (p.replicas == 0) p.replicas = p.stages;
     if (p.local_steps == 0) p.local_steps = 1;
-    if (p.accumulation > 1)
-      bad(name, "accumulation must be 1 (each replica steps after every micro-batch; use local_steps for H)");
   } else {
     if (p.replicas > 0) bad(name, "replicas applies only to localsgd");
     if (p.local_steps > 0) bad(name, "local_steps applies only to localsgd");
   }
-  if (name == "interleaved") {
+  if (info.chunked) {
     if (p.chunks == 0) p.chunks = 2;
   } else if (p.chunks > 1) {
     bad(name, "chunks applies only to interleaved");
   }
   if (p.chunks == 0) p.chunks = 1;
-  if (name == "pipedream" && p.accumulation > 1)
-    bad(name, "accumulation must be 1 (PipeDream steps after every backward pass; paci and 2bw accumulate)");
+  if (!info.accumulates && p.accumulation > 1)
+    bad(name, info.replicated
+                  ? "accumulation must be 1 (each replica steps after every micro-batch; use local_steps for H)"
+                  : "accumulation must be 1 (" + name + " steps after every backward pass; paci and 2bw accumulate)");
   if (p.accumulation == 0) {
-    if (flush)
-      p.accumulation = static_cast<int>(std::min<int64_t>(p.microbatches, std::numeric_limits<int>::max()));
-    else if (name == "2bw")
-      p.accumulation = p.stages;  // the least for which two versions suffice
-    else
-      p.accumulation = 1;
+    // flush schedules and 2bw: one micro-batch per device (the fewest that keep every
+    // device busy; for 2bw the least for which two versions suffice); the others step per B
+    p.accumulation = info.flush || name == "2bw" ? p.stages : 1;
   }
   const int64_t blocks = static_cast<int64_t>(p.stages) * p.chunks;
   if (blocks > std::numeric_limits<uint16_t>::max())
     bad(name, "stages x chunks must be <= 65535 (got " + std::to_string(blocks) + ")");
-  const int64_t ops = blocks * p.microbatches * (name == "zb-h1" ? 3 : 2);
+  const int64_t ops = blocks * p.microbatches * (info.split_backward ? 3 : 2);
   if (ops > (int64_t{1} << 31))
     bad(name, "stages x chunks x microbatches is too large (" + std::to_string(ops) +
                   " ops; at most 2^31, which is already 16 GiB of schedule)");
@@ -117,10 +138,15 @@ std::vector<std::string> schedule_names() {
   return out;
 }
 
+const ScheduleInfo& schedule_info(const std::string& name) { return entry(name).info; }
+
+ScheduleParams resolve_schedule_params(const std::string& name, const ScheduleParams& params) {
+  return resolve(entry(name).info, params);
+}
+
 Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
-  for (const auto& e : registry())
-    if (e.info.name == name) return e.make(resolve(name, params));
-  throw UserError("unknown schedule '" + name + "'; valid: " + valid_names());
+  const Entry& e = entry(name);
+  return e.make(resolve(e.info, params));
 }
 
 void check_schedule(const Schedule& s) {

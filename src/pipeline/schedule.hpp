@@ -86,14 +86,28 @@ struct ScheduleParams {
   int chunks = 0;       // interleaved only; default 2
 };
 
+// What a schedule is, beside how to generate it: the traits every consumer asks about
+// (the executor, the method registry, the CLI) instead of testing names.
 struct ScheduleInfo {
   std::string name;
   std::string summary;  // one line: the rule and the paper
+  bool flush = false;           // synchronous: a flush ends every mini-batch of `accumulation` micro-batches
+  bool split_backward = false;  // B computes the input gradient only; W the weight gradient
+  bool accumulates = false;     // accepts accumulation > 1
+  bool replicated = false;      // replicas / local_steps apply (LocalSGD)
+  bool chunked = false;         // chunks apply (interleaved)
+  std::string default_accumulation;  // what accumulation = 0 means, in words
 };
 
 // Every schedule, in the order a listing shows them.
 const std::vector<ScheduleInfo>& schedule_catalog();
 std::vector<std::string> schedule_names();
+
+// The catalogue entry of a schedule; throws UserError listing the valid names.
+const ScheduleInfo& schedule_info(const std::string& name);
+// `params` with every 0 ("the schedule's default") replaced by its value: the one definition
+// of the defaults, used by `stale schedule`, the executor and rpd's schedule replay alike.
+ScheduleParams resolve_schedule_params(const std::string& name, const ScheduleParams& params);
 
 // Builds a schedule; throws UserError naming the parameter at fault.
 Schedule make_schedule(const std::string& name, const ScheduleParams& params);

@@ -24,13 +24,15 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
   auto f = make_objective(cfg, backend);
   auto method = make_method(cfg, *f);
-  method->prepare(*f);  // schedule planning errors surface before the run file exists
-  const int64_t K = cfg.get_int("method.updates");
+  // the one plan every consumer reads; planning errors surface before the run file exists
+  const RunPlan plan = method->plan(*f);
+  const int64_t K = plan.updates;
   const int64_t every = cfg.get_int("log.every");
 
   RunResult res;
   res.path = out_path.empty() ? default_run_path(cfg) : out_path;
-  const bool keep_table = cfg.get_bool("log.delays") && K * f->stages() <= RunLog::kMaxDelayEntries;
+  // K·S as a quotient, so that an absurd K cannot overflow the product
+  const bool keep_table = cfg.get_bool("log.delays") && K <= RunLog::kMaxDelayEntries / f->stages();
   RunLog log(res.path, f->dim(), f->stages(), keep_table);
   try {
     std::string device = "cpu";
@@ -50,7 +52,7 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     opt.iterates_every = cfg.get_int("log.iterates_every");
     opt.exact_mean = cfg.get_bool("log.exact_mean");
     opt.lr = cfg.get_float("method.lr");
-    opt.delta = method->delay_bound();
+    opt.delta = plan.delay_bound;
     opt.updates = K;
 
     const bool tty = isatty(STDERR_FILENO);
@@ -71,7 +73,7 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     MetricsObserver obs(*f, &log, opt, progress_fn);
     // w_0 = 0 for the linear models (the authors' code); the transformer draws GPT-2's init
     Vec w = f->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
-    method->run(*f, w, obs);
+    const RunReport report = method->run(*f, plan, w, obs);
     obs.finish(w);
     if (progress && tty) std::fprintf(stderr, "\n");
 
@@ -81,16 +83,24 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     t.mu = c.mu;
     t.f_star = c.f_star;
     t.f_star_method = c.f_star_method;
-    t.delta = static_cast<double>(method->delay_bound());
-    t.delay_model = method->delay_name();
-    t.delay_mean = method->delay_mean();
+    t.delta = static_cast<double>(plan.delay_bound);
+    t.delay_model = plan.delay_name;
+    t.delay_mean = plan.delay_mean;
+    t.updates_planned = plan.updates;
+    t.updates_note = plan.note;
+    // the §3 bound holds for a constant γ; under a schedule it is evaluated at the peak γ,
+    // an upper bound on every γ_k the run used (the file says so)
+    t.lr_note = cfg.get_string("method.lr_schedule") == "constant" && cfg.get_int("method.warmup") == 0
+                    ? "constant"
+                    : "peak of the " + cfg.get_string("method.lr_schedule") + " schedule (warm-up " +
+                          std::to_string(cfg.get_int("method.warmup")) + "); the bound assumes a constant step";
     t.G = obs.G();
     t.lr = opt.lr;
     t.delta0 = obs.delta0();
     t.stages = f->stages();
     t.updates = obs.updates_done();
     log.write_theory(t);
-    method->write_report(log);
+    if (plan.executes_schedule) log.write_schedule(*plan.schedule, *plan.simulation, report.measured_crossed);
 
     res.status = obs.diverged() ? "diverged" : "ok";
     res.last = obs.last();

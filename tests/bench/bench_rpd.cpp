@@ -49,7 +49,7 @@ void BM_RpdUpdates(benchmark::State& state) {
     opt.iterates_every = 0;
     opt.exact_mean = exact_mean;
     opt.lr = cfg.get_float("method.lr");
-    opt.delta = method->delay_bound();
+    opt.delta = method->delay_bound(*f);
     opt.updates = K;
     MetricsObserver obs(*f, &log, opt);
     Vec w = Vec::Zero(f->dim());

@@ -115,7 +115,7 @@ TEST_CASE("RpdMeanSquaredGradientIsBelowTheBound") {
     auto m = make_method(cfg, *f);
     MetricsOptions opt;
     opt.lr = cfg.get_float("method.lr");
-    opt.delta = m->delay_bound();
+    opt.delta = m->delay_bound(*f);
     opt.updates = cfg.get_int("method.updates");
     opt.iterates_every = 0;
     MetricsObserver obs(*f, nullptr, opt);

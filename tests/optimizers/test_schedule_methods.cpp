@@ -56,15 +56,17 @@ struct Outcome {
   History h;
   std::unique_ptr<Objective> f;
   std::unique_ptr<Method> m;
+  RunPlan plan;
+  RunReport report;
 };
 
 Outcome run(const Config& cfg) {
   Outcome o;
   o.f = make_objective(cfg, BackendKind::Cpu);
   o.m = make_method(cfg, *o.f);
-  o.m->prepare(*o.f);
+  o.plan = o.m->plan(*o.f);
   Vec w = Vec::Zero(o.f->dim());
-  o.m->run(*o.f, w, o.h);
+  o.report = o.m->run(*o.f, o.plan, w, o.h);
   return o;
 }
 
@@ -141,8 +143,8 @@ TEST_CASE("PipeDreamIsRpdReplayingItsDelayTableStageOrderAndBatchOrderBitForBit"
     for (size_t k = 0; k < a.h.iterates.size(); ++k) same &= bit_equal(a.h.iterates[k], b.h.iterates[k]);
     CHECK(same);
     // and the replay really is stale: the table reaches S² − S/2 (+ warm-up)
-    CHECK(b.m->delay_bound() >= S * S - S / 2);
-    CHECK(a.m->delay_bound() == b.m->delay_bound());
+    CHECK(b.plan.delay_bound >= S * S - S / 2);
+    CHECK(a.plan.delay_bound == b.plan.delay_bound);
   }
 }
 
@@ -199,13 +201,12 @@ TEST_CASE("PaciMeasuredCrossingsObeyTheBoundAndMatchTheSimulator") {
       c.apply_override("method.accumulation=" + std::to_string(a));
       c.apply_override("method.updates=" + std::to_string(40 * S * a));
       const auto o = run(c);
-      const auto& sm = dynamic_cast<const ScheduleMethod&>(*o.m);
       for (int s = 0; s < S; ++s) {
         const int64_t bound = (S - 1 - s + a - 1) / a;
-        CHECK(sm.measured_crossed()[s] <= bound);
-        CHECK(sm.measured_crossed()[s] == sm.simulation().max_crossed[s]);
+        CHECK(o.report.measured_crossed[s] <= bound);
+        CHECK(o.report.measured_crossed[s] == o.plan.simulation->max_crossed[s]);
       }
-      CHECK(sm.measured_crossed()[0] == (S - 1 + a - 1) / a);  // attained
+      CHECK(o.report.measured_crossed[0] == (S - 1 + a - 1) / a);  // attained
     }
   }
 }
@@ -219,13 +220,13 @@ TEST_CASE("WeightStashingMakesPipeDreamsBackwardUseItsForwardVersion") {
   ns.apply_override("method.name=pipedream-nostash");
   const auto a = run(pd), b = run(ns);
   CHECK_FALSE(bit_equal(a.h.iterates.back(), b.h.iterates.back()));
-  const auto& sm = dynamic_cast<const ScheduleMethod&>(*a.m);
-  CHECK(sm.simulation().backward_differs == false);
+  const Outcome& o = a;
+  CHECK(o.plan.simulation->backward_differs == false);
   // PipeDream limits only stage 0, so intermediate stages can see more updates in flight
   // than S − 1 − s (theory.md §4); the executed count is the simulator's
-  for (int s = 0; s < 4; ++s) CHECK(sm.measured_crossed()[s] == sm.simulation().max_crossed[s]);
-  CHECK(sm.measured_crossed()[0] == 3);
-  CHECK(sm.measured_crossed()[3] == 0);
+  for (int s = 0; s < 4; ++s) CHECK(o.report.measured_crossed[s] == o.plan.simulation->max_crossed[s]);
+  CHECK(o.report.measured_crossed[0] == 3);
+  CHECK(o.report.measured_crossed[3] == 0);
 }
 
 TEST_CASE("EveryMethodConvergesOnASmallStronglyConvexQuadratic") {
@@ -267,15 +268,15 @@ TEST_CASE("TimeBudgetRunsTheLargestNumberOfMicroBatchesThatFits") {
   c.apply_override("method.time_budget=123.5");
   const auto o = run(c);
   const auto& sm = dynamic_cast<const ScheduleMethod&>(*o.m);
-  CHECK(sm.simulation().makespan <= 123.5);
+  CHECK(o.plan.simulation->makespan <= 123.5);
   ExecutorOptions more = sm.options();
   more.params.stages = 4;
   more.time_budget = 0;
-  more.params.microbatches = sm.schedule().microbatches + 1;
+  more.params.microbatches = o.plan.schedule->microbatches + 1;
   CHECK(simulate(plan_schedule(more)).makespan > 123.5);
   // the whole timeline ran: every update, simulated time on every event
-  CHECK(static_cast<int64_t>(o.h.events.size()) == sm.simulation().total_updates);
-  CHECK(o.h.events.back().time == doctest::Approx(sm.simulation().makespan));
+  CHECK(static_cast<int64_t>(o.h.events.size()) == o.plan.simulation->total_updates);
+  CHECK(o.h.events.back().time == doctest::Approx(o.plan.simulation->makespan));
 }
 
 TEST_CASE("AdamWMomentumAndCosineScheduleRunAndConverge") {

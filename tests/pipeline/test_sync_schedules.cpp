@@ -12,7 +12,7 @@ TEST_CASE("gpipe and 1f1b-flush with unit costs idle exactly (S - 1)/(M + S - 1)
         CAPTURE(name);
         CAPTURE(S);
         CAPTURE(M);
-        const SimResult r = simulate(make_schedule(name, {S, M}));
+        const SimResult r = simulate(make_schedule(name, {S, M, static_cast<int>(M)}));  // one mini-batch of M
         CHECK(r.makespan == 2.0 * (M + S - 1));
         CHECK(r.bubble_overall == doctest::Approx(double(S - 1) / double(M + S - 1)).epsilon(1e-12));
         for (int d = 0; d < S; ++d) CHECK(r.bubble[d] == doctest::Approx(r.bubble_overall).epsilon(1e-12));
@@ -47,7 +47,7 @@ TEST_CASE("interleaved 1F1B with v chunks idles (S - 1)/(v m + S - 1): the bubbl
         CAPTURE(v);
         CAPTURE(k);
         const int64_t m = int64_t{S} * k;
-        ScheduleParams p{S, m};
+        ScheduleParams p{S, m, static_cast<int>(m)};  // one mini-batch of m
         p.chunks = v;
         const SimResult r = simulate(make_schedule("interleaved", p));
         CHECK(r.bubble_overall == doctest::Approx(double(S - 1) / double(v * m + S - 1)).epsilon(1e-12));
@@ -74,8 +74,8 @@ TEST_CASE("zb-h1 with t_F = t_B = t_W takes 3m + S - 1, against 1f1b-flush's 3m 
     for (int64_t m : {int64_t{S}, int64_t{S} + 3, 3 * int64_t{S}}) {
       CAPTURE(S);
       CAPTURE(m);
-      const SimResult zb = simulate(make_schedule("zb-h1", {S, m}), c);
-      const SimResult fl = simulate(make_schedule("1f1b-flush", {S, m}), c);
+      const SimResult zb = simulate(make_schedule("zb-h1", {S, m, static_cast<int>(m)}), c);
+      const SimResult fl = simulate(make_schedule("1f1b-flush", {S, m, static_cast<int>(m)}), c);
       CHECK(zb.makespan == 3.0 * m + (S - 1));
       CHECK(fl.makespan == 3.0 * m + 3.0 * (S - 1));
       const int64_t zb_peak = *std::max_element(zb.peak_inflight.begin(), zb.peak_inflight.end());
