@@ -10,6 +10,8 @@
 #include <omp.h>
 #endif
 
+#include "src/core/parallel.hpp"
+
 namespace stale {
 
 namespace {
@@ -105,7 +107,10 @@ struct Groups {
 template <class F>
 void for_groups(const Groups& G, int B, F&& fn) {
 #ifdef _OPENMP
-#pragma omp parallel if (G.count > 1)
+  // work of one group's GEMMs is far above the policy's threshold; inside a sweep worker
+  // the policy says 1 (src/core/parallel.hpp)
+  const int threads = parallel_threads(G.count > 1 ? kParallelMinWork : 0.0);
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     omp_set_num_threads(1);
 #pragma omp for schedule(static)
@@ -128,7 +133,8 @@ class GroupGrads {
   void reduce() {
     if (parts_.empty()) return;
     const Index chunk = 1 << 14, nchunks = (n_ + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (n_ > chunk)
+    const int threads = parallel_threads(static_cast<double>(n_) * static_cast<double>(parts_.size()));
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (Index c = 0; c < nchunks; ++c) {
       const Index i1 = std::min(n_, (c + 1) * chunk);
       for (Index i = c * chunk; i < i1; ++i) {

@@ -4,59 +4,38 @@
 
 #include "src/core/error.hpp"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "src/core/parallel.hpp"
 
 namespace stale {
 
 namespace {
-// below this many matrix entries a GEMV is faster on one thread than fork/join
-constexpr Index kParallelEntries = Index(1) << 18;
-
-int threads_for(Index entries) {
-#ifdef _OPENMP
-  return entries >= kParallelEntries ? omp_get_max_threads() : 1;
-#else
-  (void)entries;
-  return 1;
-#endif
-}
+// Rows per chunk of a GEMV: the chunk boundaries are fixed, so each output row is computed by
+// the same kernel over the same columns whatever thread runs it (results independent of the
+// thread count, src/core/parallel.hpp).
+constexpr Index kRowChunk = 256;
 }  // namespace
 
 void gemv_parallel(const Mat& X, const Vec& w, Vec& out) {
   out.resize(X.rows());
-  const int T = threads_for(X.size());
-  if (T == 1) {
-    out.noalias() = X * w;
-    return;
-  }
-  // rows are split so each thread writes its own slice; per-row sums keep Eigen's order
-  // within a chunk, so results do not depend on the thread count only up to rounding —
-  // they are used for metrics, never inside a trajectory
-#pragma omp parallel num_threads(T)
-  {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-    const int t = 0, nt = 1;
-#endif
-    const Index chunk = (X.rows() + nt - 1) / nt, r0 = std::min<Index>(X.rows(), t * chunk),
-                r1 = std::min<Index>(X.rows(), r0 + chunk);
-    if (r1 > r0) out.segment(r0, r1 - r0).noalias() = X.middleRows(r0, r1 - r0) * w;
+  const Index chunks = (X.rows() + kRowChunk - 1) / kRowChunk;
+  const int T = parallel_threads(static_cast<double>(X.size()));
+#pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
+  for (Index c = 0; c < chunks; ++c) {
+    const Index r0 = c * kRowChunk, n = std::min<Index>(kRowChunk, X.rows() - r0);
+    out.segment(r0, n).noalias() = X.middleRows(r0, n) * w;
   }
 }
 
 void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) {
   out.resize(X.cols());
-  const int T = threads_for(X.size());
-  if (T == 1) {
-    out.noalias() = X.transpose() * v;
-    return;
+  constexpr Index kColChunk = 64;
+  const Index chunks = (X.cols() + kColChunk - 1) / kColChunk;
+  const int T = parallel_threads(static_cast<double>(X.size()));
+#pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
+  for (Index c = 0; c < chunks; ++c) {
+    const Index c0 = c * kColChunk, n = std::min<Index>(kColChunk, X.cols() - c0);
+    out.segment(c0, n).noalias() = X.middleCols(c0, n).transpose() * v;
   }
-  // columns are independent dot products: the split cannot change any result
-#pragma omp parallel for num_threads(T) schedule(static)
-  for (Index j = 0; j < X.cols(); ++j) out(j) = X.col(j).dot(v);
 }
 
 template <class Loss>
@@ -188,9 +167,9 @@ void LinearModelCpu<Loss>::batch_grad_many(const Mat& Z, const std::vector<int>&
     for (Index j = 0; j < k; ++j) Zg.col(j) = Z.col(cols[j]);
     const auto Xm = batch_X(m);
     const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
-    // Eigen runs these GEMMs on its OpenMP threads. Its k-blocking depends on the thread
-    // count, so grouped columns can differ from the per-point loop, and between thread
-    // counts, in the last bits (tests/objectives/test_batched_cpu.cpp states the tolerance)
+    // one GEMM for the columns sharing a batch (Eigen single-threaded, src/core/parallel.hpp);
+    // its blocking differs from a GEMV's, so a column may differ from the per-point loop in
+    // the last bits (tests/objectives/test_batched_cpu.cpp states the tolerance)
     Mat R;
     R.noalias() = Xm * Zg;
     const double inv_b = 1.0 / static_cast<double>(Xm.rows());
@@ -204,7 +183,8 @@ void LinearModelCpu<Loss>::batch_grad_many(const Mat& Z, const std::vector<int>&
   // columns alone in their batch: GEMVs over different rows share no data, so they are
   // bandwidth-bound whatever is done; running them side by side uses every core's share
   const Index A = static_cast<Index>(alone.size());
-#pragma omp parallel for schedule(dynamic) if (A > 1 && data_->X.size() / num_batches() * A >= kParallelEntries)
+  const int T = parallel_threads(static_cast<double>(data_->X.size() / num_batches() * A));
+#pragma omp parallel for num_threads(T) schedule(dynamic) if (A > 1 && T > 1)
   for (Index j = 0; j < A; ++j) {
     const Index p = alone[j];
     const Vec z = Z.col(p);

@@ -12,11 +12,13 @@ DIR=${1:-.gpu_bundle}
 BUILD=${STALE_GPU_BUILD:-build-gpu-bundle}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTALE_CUDA=ON -DSTALE_NATIVE=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="${STALE_CUDA_ARCHS:-90}" >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target stale test_gpu test_objectives bench_gradients bench_charlm
+cmake --build "$BUILD" -j "$(nproc)" --target stale stale_cuda test_gpu test_objectives bench_gradients bench_charlm
 rm -rf "$DIR" && mkdir -p "$DIR/lib"
 for t in stale test_gpu test_objectives bench_gradients bench_charlm; do cp "$BUILD/$t" "$DIR/"; done
+# the CUDA plugin the programs open on first use of the cuda backend (next to them)
+cp "$BUILD/libstale_cuda.so" "$DIR/"
 # the non-system libraries they link (HDF5, toml++, benchmark, OpenMP, cuBLAS, …)
-for t in "$DIR"/stale "$DIR"/test_* "$DIR"/bench_*; do
+for t in "$DIR"/stale "$DIR"/test_* "$DIR"/bench_* "$DIR"/libstale_cuda.so; do
   ldd "$t" | awk '/=> \// {print $3}'
 done | sort -u | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux|libgcc_s|libstdc\+\+)\.so' |
   grep -vE 'lib(cuda|cudart|cublas|cublasLt)\.so' | while read -r lib; do cp -L "$lib" "$DIR/lib/"; done

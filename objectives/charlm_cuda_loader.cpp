@@ -1,0 +1,23 @@
+// The char-level GPT's CUDA engine in a CUDA build: made by libstale_cuda.so
+// (src/backend/cuda_plugin.hpp), which is opened on first use.
+#include "objectives/charlm_cuda_engine.hpp"
+#include "src/backend/cuda_plugin.hpp"
+
+namespace stale {
+
+bool charlm_cuda_compiled() { return true; }
+
+std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape& shape, const CharLmCudaLayout& layout,
+                                                          bool float32) {
+  using Fn = void (*)(const CharLmCudaShape*, const CharLmCudaLayout*, bool, std::unique_ptr<CharLmCudaEngine>*);
+  std::unique_ptr<CharLmCudaEngine> out;
+  cuda_plugin_function<Fn>("stale_plugin_make_charlm_cuda_engine")(&shape, &layout, float32, &out);
+  return out;
+}
+
+double cuda_sgemm_flops(int n) {
+  using Fn = double (*)(int);
+  return cuda_plugin_function<Fn>("stale_plugin_cuda_sgemm_flops")(n);
+}
+
+}  // namespace stale

@@ -1,0 +1,10 @@
+// Entry points of libstale_cuda.so for the char-level GPT (src/backend/cuda_plugin.hpp).
+#include "objectives/charlm_cuda_engine.hpp"
+
+extern "C" {
+void stale_plugin_make_charlm_cuda_engine(const stale::CharLmCudaShape* shape, const stale::CharLmCudaLayout* layout,
+                                          bool float32, std::unique_ptr<stale::CharLmCudaEngine>* out) {
+  *out = stale::make_charlm_cuda_engine(*shape, *layout, float32);
+}
+double stale_plugin_cuda_sgemm_flops(int n) { return stale::cuda_sgemm_flops(n); }
+}
