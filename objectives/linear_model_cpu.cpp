@@ -226,8 +226,16 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
 template <class Loss>
 const Mat& LinearModelCpu<Loss>::gram() const {
   if (gram_.size() == 0) {
-    const Mat CX = data_->weight.asDiagonal() * data_->X;
-    gram_.noalias() = data_->X.transpose() * CX;
+    const auto& c = data_->weight;
+    if (c.size() > 0 && (c.array() == c(0)).all()) {
+      // equal weights (every generator): a symmetric rank-n update, half a GEMM's work
+      gram_.setZero(dim(), dim());
+      gram_.selfadjointView<Eigen::Lower>().rankUpdate(data_->X.transpose(), c(0));
+      gram_.triangularView<Eigen::StrictlyUpper>() = gram_.transpose();
+    } else {
+      const Mat CX = c.asDiagonal() * data_->X;
+      gram_.noalias() = data_->X.transpose() * CX;
+    }
     gram_.diagonal().array() += l2_;
   }
   return gram_;
