@@ -225,7 +225,7 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
 
 template <class Loss>
 const Mat& LinearModelCpu<Loss>::gram() const {
-  if (gram_.size() == 0) {
+  std::call_once(gram_once_, [this] {
     const auto& c = data_->weight;
     if (c.size() > 0 && (c.array() == c(0)).all()) {
       // equal weights (every generator): a symmetric rank-n update, half a GEMM's work
@@ -237,7 +237,7 @@ const Mat& LinearModelCpu<Loss>::gram() const {
       gram_.noalias() = data_->X.transpose() * CX;
     }
     gram_.diagonal().array() += l2_;
-  }
+  });
   return gram_;
 }
 

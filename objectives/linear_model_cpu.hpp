@@ -4,6 +4,7 @@
 // running activation; the loss head applies ℓ; the (λ/2)‖w‖² term enters each stage's
 // backward as λ w^(s).
 #include <memory>
+#include <mutex>
 
 #include "objectives/linear_data.hpp"
 #include "objectives/linear_losses.hpp"
@@ -44,7 +45,8 @@ class LinearModelCpu final : public Objective {
   const LinearData& data() const { return *data_; }
   double l2() const { return l2_; }
   // H = Xᵀ diag(c) X + λI, the exact Hessian for least squares (the data part's Gram
-  // matrix for logistic); computed once on first use
+  // matrix for logistic); computed once on first use, safely when runs of an in-process
+  // sweep share the objective
   const Mat& gram() const;
   void set_constants(const ObjectiveConstants& c) { constants_ = c; }
 
@@ -57,6 +59,7 @@ class LinearModelCpu final : public Objective {
   std::shared_ptr<const LinearData> data_;
   double l2_;
   mutable Mat gram_;
+  mutable std::once_flag gram_once_;
 };
 
 using LeastSquaresCpu = LinearModelCpu<SquaredLoss>;

@@ -9,15 +9,18 @@ namespace stale {
 namespace {
 struct Args {
   std::string file, out, shard = "0/1";
-  int jobs = 1;
-  bool dry_run = false, index_only = false, quiet = false;
+  int jobs = 0;
+  bool dry_run = false, index_only = false, quiet = false, isolate = false;
 } g;
 }  // namespace
 
 void add_sweep_command(CLI::App& app) {
   auto* s = app.add_subcommand("sweep", "run a grid of configs (resumable, parallel, shardable) and index the results");
   s->add_option("sweep", g.file, "sweep TOML file (base, [set], [grid], [zip], epsilon)")->required();
-  s->add_option("--jobs,-j", g.jobs, "runs in parallel on this machine (processes)")->check(CLI::Range(1, 1024));
+  s->add_option("--jobs,-j", g.jobs, "runs at once (default: one per core)")->check(CLI::Range(1, 1024));
+  s->add_flag("--isolate", g.isolate,
+              "run each grid point in its own `stale run` process (crash isolation; slower: start-up, data and "
+              "constants per run)");
   s->add_option("--shard", g.shard, "run the deterministic share i of N (i/N), e.g. a Slurm array task");
   s->add_option("--out,-o", g.out, "output folder (default: sweeps/<sweep name>)");
   s->add_flag("--dry-run", g.dry_run, "list the runs that would run, run nothing");
@@ -30,6 +33,7 @@ int run_sweep_command() {
   SweepOptions o;
   o.out_dir = g.out;
   o.jobs = g.jobs;
+  o.isolate = g.isolate;
   parse_shard(g.shard, o.shard_index, o.shard_count);
   o.dry_run = g.dry_run;
   o.index_only = g.index_only;

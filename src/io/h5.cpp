@@ -1,33 +1,53 @@
 #include "src/io/h5.hpp"
 
+#include <mutex>
+
 namespace stale::h5 {
 
+// The HDF5 library of the Debian package is built without thread safety, and runs of an
+// in-process sweep write their files from several threads: every call into it goes through
+// this one (recursive) lock.
+std::recursive_mutex& library_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
 namespace {
+struct Lock {
+  std::lock_guard<std::recursive_mutex> guard{library_mutex()};
+};
 void ok(herr_t rc, const std::string& what) {
+  const Lock lock;
   if (rc < 0) throw UserError("HDF5: " + what + " failed");
 }
 hid_t checked(hid_t id, const std::string& what) {
+  const Lock lock;
   if (id < 0) throw UserError("HDF5: " + what + " failed");
   return id;
 }
 Handle scalar_space() { return Handle(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate"); }
 Handle simple_space(std::vector<hsize_t> dims) {
+  const Lock lock;
   return Handle(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose, "H5Screate_simple");
 }
 Handle open_attr_for_write(hid_t obj, const std::string& name, hid_t type, hid_t space) {
+  const Lock lock;
   if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
   return Handle(H5Acreate2(obj, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose, "create attribute " + name);
 }
 Handle str_type(size_t len) {
+  const Lock lock;
   Handle t(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
   ok(H5Tset_size(t.id(), std::max<size_t>(len, 1)), "H5Tset_size");
   ok(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset");
   return t;
 }
 Handle open_dataset(hid_t parent, const std::string& name) {
+  const Lock lock;
   return Handle(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "open dataset " + name);
 }
 std::vector<hsize_t> dataset_dims(hid_t dset) {
+  const Lock lock;
   Handle space(H5Dget_space(dset), H5Sclose, "H5Dget_space");
   const int nd = H5Sget_simple_extent_ndims(space.id());
   std::vector<hsize_t> dims(std::max(nd, 0));
@@ -38,11 +58,13 @@ std::vector<hsize_t> dataset_dims(hid_t dset) {
 // varying doubles) compress nearly as well as at level 4 for a fraction of the time, which
 // for a delay table of 10^7 cells was most of the run (issue "lean I/O").
 void set_compression(hid_t plist) {
+  const Lock lock;
   ok(H5Pset_shuffle(plist), "H5Pset_shuffle");
   ok(H5Pset_deflate(plist, 1), "H5Pset_deflate");
 }
 template <class T>
 void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* data, std::vector<hsize_t> dims) {
+  const Lock lock;
   Handle space = simple_space(dims);
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   hsize_t total = 1;
@@ -59,6 +81,7 @@ void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* d
 }
 template <class T>
 std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::vector<hsize_t>& dims) {
+  const Lock lock;
   Handle dset = open_dataset(parent, name);
   dims = dataset_dims(dset.id());
   hsize_t total = 1;
@@ -71,6 +94,7 @@ std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::
 
 Handle::Handle(hid_t id, Closer closer, const std::string& what) : id_(checked(id, what)), closer_(closer) {}
 Handle& Handle::operator=(Handle&& o) noexcept {
+  const Lock lock;
   if (this != &o) {
     if (id_ >= 0 && closer_) closer_(id_);
     id_ = o.id_;
@@ -80,26 +104,32 @@ Handle& Handle::operator=(Handle&& o) noexcept {
   return *this;
 }
 Handle::~Handle() {
+  const Lock lock;
   if (id_ >= 0 && closer_) closer_(id_);
 }
 
 Handle create_file(const std::string& path) {
+  const Lock lock;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our errors name the file; HDF5's stack dump does not help
   return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose, "create file " + path);
 }
 Handle open_file_readonly(const std::string& path) {
+  const Lock lock;
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (id < 0) throw UserError(path + ": cannot open as HDF5 (missing file or not an HDF5 file)");
   return Handle(id, H5Fclose, "open " + path);
 }
 Handle create_group(hid_t parent, const std::string& name) {
+  const Lock lock;
   return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, "create group " + name);
 }
 Handle open_group(hid_t parent, const std::string& name) {
+  const Lock lock;
   return Handle(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), H5Gclose, "open group " + name);
 }
 bool exists(hid_t parent, const std::string& path) {
+  const Lock lock;
   // check each component so that a missing intermediate group is not an error
   size_t pos = 0;
   while (true) {
@@ -111,32 +141,38 @@ bool exists(hid_t parent, const std::string& path) {
 }
 
 void write_attr(hid_t obj, const std::string& name, const std::string& value) {
+  const Lock lock;
   Handle type = str_type(value.size());
   Handle space = scalar_space();
   Handle a = open_attr_for_write(obj, name, type.id(), space.id());
   ok(H5Awrite(a.id(), type.id(), value.c_str()), "write attribute " + name);
 }
 void write_attr(hid_t obj, const std::string& name, double value) {
+  const Lock lock;
   Handle space = scalar_space();
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_DOUBLE, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_DOUBLE, &value), "write attribute " + name);
 }
 void write_attr(hid_t obj, const std::string& name, int64_t value) {
+  const Lock lock;
   Handle space = scalar_space();
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_INT64, &value), "write attribute " + name);
 }
 void write_attr(hid_t obj, const std::string& name, const std::vector<double>& value) {
+  const Lock lock;
   Handle space = simple_space({value.size()});
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_DOUBLE, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_DOUBLE, value.data()), "write attribute " + name);
 }
 void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& value) {
+  const Lock lock;
   Handle space = simple_space({value.size()});
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_INT64, value.data()), "write attribute " + name);
 }
 std::string read_attr_string(hid_t obj, const std::string& name) {
+  const Lock lock;
   Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
   Handle ftype(H5Aget_type(a.id()), H5Tclose, "H5Aget_type");
   if (H5Tis_variable_str(ftype.id()) > 0) {
@@ -154,12 +190,14 @@ std::string read_attr_string(hid_t obj, const std::string& name) {
   return s;
 }
 double read_attr_double(hid_t obj, const std::string& name) {
+  const Lock lock;
   Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
   double v = 0;
   ok(H5Aread(a.id(), H5T_NATIVE_DOUBLE, &v), "read attribute " + name);
   return v;
 }
 int64_t read_attr_int(hid_t obj, const std::string& name) {
+  const Lock lock;
   Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
   int64_t v = 0;
   ok(H5Aread(a.id(), H5T_NATIVE_INT64, &v), "read attribute " + name);
@@ -167,18 +205,23 @@ int64_t read_attr_int(hid_t obj, const std::string& name) {
 }
 
 void write_vector(hid_t p, const std::string& n, const std::vector<double>& v) {
+  const Lock lock;
   write_dataset(p, n, H5T_NATIVE_DOUBLE, v.data(), {v.size()});
 }
 void write_vector(hid_t p, const std::string& n, const std::vector<int64_t>& v) {
+  const Lock lock;
   write_dataset(p, n, H5T_NATIVE_INT64, v.data(), {v.size()});
 }
 void write_matrix(hid_t p, const std::string& n, const double* d, hsize_t r, hsize_t c) {
+  const Lock lock;
   write_dataset(p, n, H5T_NATIVE_DOUBLE, d, {r, c});
 }
 void write_matrix(hid_t p, const std::string& n, const int64_t* d, hsize_t r, hsize_t c) {
+  const Lock lock;
   write_dataset(p, n, H5T_NATIVE_INT64, d, {r, c});
 }
 void write_strings(hid_t p, const std::string& name, const std::vector<std::string>& v) {
+  const Lock lock;
   size_t len = 1;
   for (const auto& s : v) len = std::max(len, s.size());
   std::vector<char> buf(len * v.size(), '\0');
@@ -188,14 +231,17 @@ void write_strings(hid_t p, const std::string& name, const std::vector<std::stri
 }
 
 std::vector<double> read_vector_double(hid_t p, const std::string& n) {
+  const Lock lock;
   std::vector<hsize_t> dims;
   return read_all<double>(p, n, H5T_NATIVE_DOUBLE, dims);
 }
 std::vector<int64_t> read_vector_int(hid_t p, const std::string& n) {
+  const Lock lock;
   std::vector<hsize_t> dims;
   return read_all<int64_t>(p, n, H5T_NATIVE_INT64, dims);
 }
 std::vector<int64_t> read_matrix_int(hid_t p, const std::string& n, hsize_t& rows, hsize_t& cols) {
+  const Lock lock;
   std::vector<hsize_t> dims;
   auto v = read_all<int64_t>(p, n, H5T_NATIVE_INT64, dims);
   if (dims.size() != 2) throw UserError("HDF5 dataset " + n + " is not 2-D");
@@ -203,6 +249,7 @@ std::vector<int64_t> read_matrix_int(hid_t p, const std::string& n, hsize_t& row
   return v;
 }
 std::vector<double> read_matrix_double(hid_t p, const std::string& n, hsize_t& rows, hsize_t& cols) {
+  const Lock lock;
   std::vector<hsize_t> dims;
   auto v = read_all<double>(p, n, H5T_NATIVE_DOUBLE, dims);
   if (dims.size() != 2) throw UserError("HDF5 dataset " + n + " is not 2-D");
@@ -213,6 +260,7 @@ std::vector<double> read_matrix_double(hid_t p, const std::string& n, hsize_t& r
 Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows,
                        hid_t file_type)
     : type_(mem_type), cols_(cols) {
+  const Lock lock;
   std::vector<hsize_t> dims = {0}, maxdims = {H5S_UNLIMITED}, chunk = {std::max<hsize_t>(chunk_rows, 1)};
   if (cols > 0) dims.push_back(cols), maxdims.push_back(cols), chunk.push_back(cols);
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), maxdims.data()), H5Sclose, "space");
@@ -224,6 +272,7 @@ Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hs
 }
 
 void Appendable::append(const void* data, hsize_t rows) {
+  const Lock lock;
   if (rows == 0) return;
   std::vector<hsize_t> newdims = {rows_ + rows}, start = {rows_}, count = {rows};
   if (cols_ > 0) newdims.push_back(cols_), start.push_back(0), count.push_back(cols_);
@@ -235,4 +284,11 @@ void Appendable::append(const void* data, hsize_t rows) {
   rows_ += rows;
 }
 
+}  // namespace stale::h5
+
+namespace stale::h5 {
+void flush_file(hid_t file) {
+  const Lock lock;
+  ok(H5Fflush(file, H5F_SCOPE_GLOBAL), "H5Fflush");
+}
 }  // namespace stale::h5

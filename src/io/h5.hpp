@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,11 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
+// serialises every call into the (not thread-safe) HDF5 library; h5.cpp takes it itself
+std::recursive_mutex& library_mutex();
+
 Handle create_file(const std::string& path);  // truncates
+void flush_file(hid_t file);
 Handle open_file_readonly(const std::string& path);
 Handle create_group(hid_t parent, const std::string& name);
 Handle open_group(hid_t parent, const std::string& name);

@@ -216,7 +216,7 @@ void RunLog::flush() {
     I.delay_table.append(I.delay_buf.data(), I.delay_buf.size() / static_cast<size_t>(I.stages));
     I.delay_buf.clear();
   }
-  H5Fflush(I.file.id(), H5F_SCOPE_GLOBAL);
+  h5::flush_file(I.file.id());
 }
 
 void RunLog::finish(const std::string& status, double wall_seconds, const std::string& message) {

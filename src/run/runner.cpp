@@ -19,10 +19,11 @@ std::string default_run_path(const Config& cfg) {
   return "runs/" + stem + ".h5";
 }
 
-RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress) {
+RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
+                         std::shared_ptr<const Objective> objective) {
   const auto t0 = std::chrono::steady_clock::now();
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
-  auto f = make_objective(cfg, backend);
+  std::shared_ptr<const Objective> f = objective ? std::move(objective) : make_objective(cfg, backend);
   auto method = make_method(cfg, *f);
   // the one plan every consumer reads; planning errors surface before the run file exists
   const RunPlan plan = method->plan(*f);

@@ -3,6 +3,9 @@
 // input is checked before the run file is created, so a bad config leaves no file.
 #include <string>
 
+#include <memory>
+
+#include "objectives/objective.hpp"
 #include "src/config/config.hpp"
 #include "src/core/types.hpp"
 #include "src/io/run_log.hpp"
@@ -22,6 +25,9 @@ struct RunResult {
 
 // out_path empty → log.out, else runs/<config stem>.h5
 std::string default_run_path(const Config& cfg);
-RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress);
+// `objective`: the objective the config describes, when the caller already built it (an
+// in-process sweep shares one between runs that read the same data); null = build it here
+RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
+                         std::shared_ptr<const Objective> objective = nullptr);
 
 }  // namespace stale

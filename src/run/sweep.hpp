@@ -14,10 +14,14 @@
 //   "delay.max" = [14, 60]
 //
 // Every run is named by a hash of its resolved config (so key order in the sweep file, or
-// the order of runs, never renames a run), written to DIR/runs/<hash>.h5 by a `stale run`
-// child process, and skipped when that file exists: a killed sweep resumes where it
-// stopped. --shard i/N takes runs whose grid position p has p mod N = i. The index
+// the order of runs, never renames a run), written to DIR/runs/<hash>.h5, and skipped when
+// that file exists: a killed sweep resumes where it stopped. Runs execute inside this
+// process on a pool of worker threads (sweep_engine.cpp), or each in a `stale run` child with
+// --isolate. --shard i/N takes runs whose grid position p has p mod N = i. The index
 // (DIR/index.csv, DIR/index.h5) has one row per grid point, read back from the run files.
+//
+// Files: sweep_spec.cpp (the sweep file, run names), sweep_engine.cpp (running the grid),
+// process_pool.cpp (--isolate), sweep_index.cpp (the index).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -48,7 +52,8 @@ std::string config_hash(const Config& cfg);
 
 struct SweepOptions {
   std::string out_dir;   // default: sweeps/<sweep file stem>
-  int jobs = 1;
+  int jobs = 0;          // runs at once; 0 = one per core
+  bool isolate = false;  // each run in its own `stale run` process
   int shard_index = 0, shard_count = 1;
   bool dry_run = false;
   bool index_only = false;

@@ -1,0 +1,79 @@
+#include "src/run/process_pool.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+
+#include "src/core/error.hpp"
+
+extern char** environ;
+
+namespace stale {
+
+namespace {
+
+// Everything the child needs is built before fork(): between fork and exec a child of a
+// multi-threaded parent may only make async-signal-safe calls (no allocation).
+struct PreparedChild {
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+  std::string log;
+};
+
+PreparedChild prepare(const std::string& exe, const ChildRun& r, int threads) {
+  PreparedChild c;
+  c.args = {exe, "run", r.config_path, "--out", r.out_path, "--quiet"};
+  const std::string omp = "OMP_NUM_THREADS=" + std::to_string(threads);
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) c.env.emplace_back(*e);
+  c.env.push_back(omp);
+  for (auto& a : c.args) c.argv.push_back(a.data());
+  c.argv.push_back(nullptr);
+  for (auto& e : c.env) c.envp.push_back(e.data());
+  c.envp.push_back(nullptr);
+  c.log = r.log_path;
+  return c;
+}
+
+pid_t spawn(const PreparedChild& c) {
+  const pid_t pid = fork();
+  if (pid < 0) throw UserError("sweep: fork failed (" + std::string(std::strerror(errno)) + ")");
+  if (pid == 0) {
+    const int fd = open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      close(fd);
+    }
+    execve(c.argv[0], c.argv.data(), c.envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+}  // namespace
+
+void run_children(const std::string& exe, const std::vector<ChildRun>& runs, int jobs, int threads_per_child,
+                  const std::function<void(size_t, bool)>& done) {
+  std::map<pid_t, size_t> running;
+  size_t next = 0;
+  while (next < runs.size() || !running.empty()) {
+    while (next < runs.size() && static_cast<int>(running.size()) < jobs) {
+      const PreparedChild c = prepare(exe, runs[next], threads_per_child);
+      running[spawn(c)] = next++;
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) break;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const size_t i = it->second;
+    running.erase(it);
+    done(i, WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+}
+
+}  // namespace stale

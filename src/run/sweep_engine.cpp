@@ -1,0 +1,229 @@
+// Runs a sweep's grid points. By default inside this process: a pool of worker threads (one
+// per core), each running whole runs one after another on a single thread (parallelism goes
+// across runs, src/core/parallel.hpp), with the objective of runs that share their data built
+// once and shared read-only. `--isolate` runs each grid point in its own `stale run` child
+// instead (process_pool.hpp). Either way a failed or diverged run never stops the others,
+// a run's file is the same, and runs that already have a file are skipped (resume).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "objectives/objective_factory.hpp"
+#include "src/backend/backend.hpp"
+#include "src/core/error.hpp"
+#include "src/core/parallel.hpp"
+#include "src/run/process_pool.hpp"
+#include "src/run/runner.hpp"
+#include "src/run/sweep.hpp"
+
+namespace stale {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("stale") : p.string();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  const auto tmp = p.string() + ".partial." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UserError(p.string() + ": cannot write");
+    out << text;
+  }
+  fs::rename(tmp, p);
+}
+
+std::string eta_text(double seconds) {
+  char buf[32];
+  if (seconds < 0 || !std::isfinite(seconds)) return "--:--";
+  const int s = static_cast<int>(seconds + 0.5);
+  std::snprintf(buf, sizeof buf, "%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+  return buf;
+}
+
+// Objectives shared between the runs of one sweep that read the same data: the key is every
+// objective.* key with the seed, backend and precision. Only the linear models are shared
+// (their evaluation is const and thread-safe); an entry is dropped when its last run is done.
+class ObjectiveCache {
+ public:
+  static std::string key(const Config& cfg) {
+    const std::string name = cfg.get_string("objective.name");
+    if (name != "quadratic" && name != "logistic") return "";
+    std::string k;
+    for (const auto& spec : config_schema())
+      if (spec.key.rfind("objective.", 0) == 0 || spec.key == "seed" || spec.key == "backend" ||
+          spec.key == "precision")
+        k += spec.key + "=" + cfg.value_text(spec.key) + "\n";
+    return k;
+  }
+  void expect(const std::string& k) {
+    if (!k.empty()) ++entries_[k].pending;
+  }
+  std::shared_ptr<const Objective> get(const Config& cfg, const std::string& k) {
+    if (k.empty()) return nullptr;  // built by the run itself
+    Entry* e;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      e = &entries_.at(k);
+    }
+    // one thread builds it; the others wait for it
+    std::call_once(e->once, [&] {
+      try {
+        e->objective = make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+      } catch (...) {
+        e->error = std::current_exception();
+      }
+    });
+    if (e->error) std::rethrow_exception(e->error);
+    return e->objective;
+  }
+  void release(const std::string& k) {
+    if (k.empty()) return;
+    std::lock_guard<std::mutex> lock(m_);
+    Entry& e = entries_.at(k);
+    if (--e.pending == 0) e.objective.reset();
+  }
+
+ private:
+  struct Entry {
+    std::once_flag once;
+    std::shared_ptr<const Objective> objective;
+    std::exception_ptr error;
+    int pending = 0;
+  };
+  std::mutex m_;
+  std::map<std::string, Entry> entries_;  // std::map: entries never move
+};
+
+std::string summary_line(const RunResult& r) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e wall=%.2fs\n",
+                r.path.c_str(), r.status.c_str(), static_cast<long long>(r.updates), r.last.subopt,
+                r.grad_norm_sq_mean, r.last.bound, r.wall_seconds);
+  return buf;
+}
+
+}  // namespace
+
+SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
+  SweepSummary sum;
+  const fs::path dir = opt.out_dir.empty() ? fs::path("sweeps") / fs::path(sweep.path).stem() : fs::path(opt.out_dir);
+  sum.total = static_cast<int64_t>(sweep.runs.size());
+  std::vector<const SweepRun*> todo;
+  for (const auto& r : sweep.runs) {
+    if (r.position % opt.shard_count != opt.shard_index) continue;
+    ++sum.in_shard;
+    if (fs::exists(dir / "runs" / (r.hash + ".h5"))) {
+      ++sum.skipped;
+      continue;
+    }
+    todo.push_back(&r);
+  }
+  if (opt.dry_run) {
+    std::printf("%lld runs in the grid, %lld in shard %d/%d, %lld done, %zu to run\n", static_cast<long long>(sum.total),
+                static_cast<long long>(sum.in_shard), opt.shard_index, opt.shard_count,
+                static_cast<long long>(sum.skipped), todo.size());
+    for (const auto* r : todo) {
+      std::printf("  %s  #%lld ", r->hash.c_str(), static_cast<long long>(r->position));
+      for (const auto& [k, v] : r->values) std::printf(" %s=%s", k.c_str(), v.c_str());
+      std::printf("\n");
+    }
+    return sum;
+  }
+  if (!opt.index_only && !todo.empty()) {
+    fs::create_directories(dir / "runs");
+    fs::create_directories(dir / "configs");
+    fs::create_directories(dir / "logs");
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int jobs = std::max(1, std::min<int>(opt.jobs > 0 ? opt.jobs : cores, static_cast<int>(todo.size())));
+    for (const auto* r : todo)
+      write_text(dir / "configs" / (r->hash + ".toml"),
+                 "# sweep " + sweep.path + ", grid position " + std::to_string(r->position) + "\n" + r->config.to_toml());
+
+    std::mutex progress_mutex;
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool tty = isatty(STDERR_FILENO);
+    auto progress = [&]() {
+      if (!opt.progress) return;
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const int64_t done = sum.ran + sum.failed;
+      const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(todo.size() - done) : -1;
+      const int width = 30;
+      const int fill = static_cast<int>(width * done / static_cast<int64_t>(todo.size()));
+      std::fprintf(stderr, "%s[%s%s] %lld/%zu runs (%lld failed, %lld skipped)  %.1f runs/s  elapsed %s  eta %s%s",
+                   tty ? "\r" : "", std::string(fill, '#').c_str(), std::string(width - fill, '.').c_str(),
+                   static_cast<long long>(done), todo.size(), static_cast<long long>(sum.failed),
+                   static_cast<long long>(sum.skipped), el > 0 ? static_cast<double>(done) / el : 0.0,
+                   eta_text(el).c_str(), eta_text(eta).c_str(), tty ? "" : "\n");
+      std::fflush(stderr);
+    };
+    auto finished = [&](bool ok) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      (ok ? sum.ran : sum.failed) += 1;
+      progress();
+    };
+    progress();
+
+    if (opt.isolate) {
+      std::vector<ChildRun> children;
+      for (const auto* r : todo)
+        children.push_back({(dir / "configs" / (r->hash + ".toml")).string(), (dir / "runs" / (r->hash + ".h5")).string(),
+                            (dir / "logs" / (r->hash + ".log")).string()});
+      const std::string exe = opt.stale_binary.empty() ? self_exe() : opt.stale_binary;
+      run_children(exe, children, jobs, std::max(1, cores / jobs), [&](size_t, bool ok) { finished(ok); });
+    } else {
+      ObjectiveCache cache;
+      std::vector<std::string> keys;
+      for (const auto* r : todo) keys.push_back(ObjectiveCache::key(r->config)), cache.expect(keys.back());
+      std::atomic<size_t> next{0};
+      auto worker = [&] {
+        SerialScope serial;  // one run per core: no nested parallel loops
+        for (size_t i = next++; i < todo.size(); i = next++) {
+          const SweepRun& r = *todo[i];
+          const fs::path log = dir / "logs" / (r.hash + ".log");
+          bool ok = false;
+          std::string text;
+          try {
+            const auto f = cache.get(r.config, keys[i]);
+            const RunResult res = run_experiment(r.config, (dir / "runs" / (r.hash + ".h5")).string(), false, f);
+            text = summary_line(res);
+            ok = true;
+          } catch (const UserError& e) {
+            text = std::string("error: ") + e.what() + "\n";
+          } catch (const std::exception& e) {
+            text = std::string("internal error: ") + e.what() + "\n";
+          }
+          cache.release(keys[i]);
+          try {
+            write_text(log, text);
+          } catch (const UserError&) {
+          }
+          finished(ok);
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int t = 0; t < jobs; ++t) pool.emplace_back(worker);
+      for (auto& t : pool) t.join();
+    }
+    if (opt.progress && tty) std::fprintf(stderr, "\n");
+  }
+  fs::create_directories(dir);
+  write_sweep_index(sweep, dir.string());
+  sum.index_csv = (dir / "index.csv").string();
+  return sum;
+}
+
+}  // namespace stale

@@ -1,0 +1,112 @@
+// The sweep index: one row per grid point, read back from whatever run files exist
+// (DIR/index.csv for people and pandas, DIR/index.h5 for h5py).
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "src/core/error.hpp"
+#include "src/io/sweep_index_file.hpp"
+#include "src/run/sweep.hpp"
+
+namespace stale {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string num(double v) {
+  if (std::isnan(v)) return "";
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+std::string unquote(const std::string& v) {
+  return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
+}
+
+// the numeric columns, in CSV order
+const std::vector<std::pair<const char*, double RunSummary::*>>& columns() {
+  static const std::vector<std::pair<const char*, double RunSummary::*>> c = {
+      {"k", &RunSummary::k},
+      {"time", &RunSummary::time},
+      {"loss", &RunSummary::loss},
+      {"subopt", &RunSummary::subopt},
+      {"grad_norm_sq", &RunSummary::grad_norm_sq},
+      {"grad_norm_sq_mean", &RunSummary::grad_norm_sq_mean},
+      {"bound", &RunSummary::bound},
+      {"time_to_eps_k", &RunSummary::time_to_eps_k},
+      {"time_to_eps", &RunSummary::time_to_eps},
+      {"wall_seconds", &RunSummary::wall},
+  };
+  return c;
+}
+
+}  // namespace
+
+void write_sweep_index(const Sweep& sweep, const std::string& out_dir) {
+  const fs::path dir(out_dir);
+  IndexTable t;
+  t.sweep = sweep.path;
+  t.base = sweep.base;
+  t.epsilon = sweep.epsilon;
+  std::vector<RunSummary> rows;
+  for (const auto& r : sweep.runs) {
+    const fs::path file = dir / "runs" / (r.hash + ".h5");
+    RunSummary row;
+    if (fs::exists(file)) row = read_run_summary(file.string(), sweep.epsilon);
+    else if (fs::exists(dir / "logs" / (r.hash + ".log")) && !fs::exists(file.string() + ".partial"))
+      row.status = "failed";
+    rows.push_back(row);
+    t.run.push_back(r.hash);
+    t.position.push_back(r.position);
+    t.status.push_back(row.status);
+    t.path.push_back((fs::path("runs") / (r.hash + ".h5")).string());
+  }
+  for (size_t a = 0; a < sweep.axes.size(); ++a) {
+    std::vector<std::string> col;
+    for (const auto& r : sweep.runs) col.push_back(r.values[a].second);
+    t.axes.emplace_back(sweep.axes[a], std::move(col));
+  }
+  for (const auto& [name, field] : columns()) {
+    std::vector<double> col;
+    for (const auto& r : rows) col.push_back(r.*field);
+    t.columns.emplace_back(name, std::move(col));
+  }
+
+  std::ostringstream csv;
+  csv << "run,position";
+  for (const auto& a : sweep.axes) csv << "," << csv_escape(a);
+  csv << ",status";
+  for (const auto& [name, field] : columns()) csv << "," << name;
+  csv << ",path\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    csv << t.run[i] << "," << t.position[i];
+    for (const auto& kv : sweep.runs[i].values) csv << "," << csv_escape(unquote(kv.second));
+    csv << "," << t.status[i];
+    for (const auto& [name, field] : columns()) csv << "," << num(rows[i].*field);
+    csv << "," << t.path[i] << "\n";
+  }
+  const fs::path csv_path = dir / "index.csv";
+  const auto tmp = csv_path.string() + ".partial." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UserError(csv_path.string() + ": cannot write");
+    out << csv.str();
+  }
+  fs::rename(tmp, csv_path);
+  write_index_h5((dir / "index.h5").string(), t);
+}
+
+}  // namespace stale

@@ -1,0 +1,196 @@
+// Sweep files: expansion of [set] × [grid] × [zip] into resolved configs, and the run names
+// (config hashes) that make a sweep resumable.
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "src/core/error.hpp"
+#include "src/run/sweep.hpp"
+
+namespace stale {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// TOML text of a scalar node, usable as the value of a key=value override
+std::string scalar_text(const toml::node& n, const std::string& where) {
+  if (auto s = n.as_string()) {
+    std::string out = "\"";
+    for (char c : s->get()) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  }
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, f->get());  // shortest round-trip text
+    std::string t(buf, res.ptr);
+    if (t.find_first_of(".eEn") == std::string::npos) t += ".0";  // keep it a float
+    return t;
+  }
+  if (auto a = n.as_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < a->size(); ++i) out += (i ? ", " : "") + scalar_text(*a->get(i), where);
+    return out + "]";
+  }
+  throw UserError(where + ": expected a value (number, string, bool or array)");
+}
+
+void flatten(const toml::table& t, const std::string& prefix, std::vector<std::pair<std::string, const toml::node*>>& out) {
+  for (const auto& [k, v] : t) {
+    const std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (auto sub = v.as_table()) flatten(*sub, key, out);
+    else out.emplace_back(key, &v);
+  }
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace
+
+// Bump when the meaning of a resolved config changes in a way its text does not show (a new
+// default, a renamed key): every run is then named anew, and no old result is reused.
+constexpr int kRunNameVersion = 2;
+
+std::string config_hash(const Config& cfg) {
+  // The full resolved config (every key, defaults included, in schema order), so that a
+  // changed default renames the runs it changes; minus what does not change what a run
+  // computes or names a path of one machine: where the file goes, progress, the data folder.
+  std::string text = "run-name-version=" + std::to_string(kRunNameVersion) + "\n";
+  for (const auto& spec : config_schema()) {
+    if (spec.key == "log.out" || spec.key == "log.progress" || spec.key == "objective.data_dir") continue;
+    text += spec.key + "=" + cfg.value_text(spec.key) + "\n";
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(text)));
+  return buf;
+}
+
+Sweep load_sweep(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UserError(path + ": cannot open sweep file");
+  toml::table tbl;
+  try {
+    tbl = toml::parse(in, path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream os;
+    os << path << ":" << e.source().begin.line << ": TOML syntax error: " << e.description();
+    throw UserError(os.str());
+  }
+  Sweep sw;
+  sw.path = path;
+  for (const auto& [k, v] : tbl) {
+    const std::string key(k.str());
+    if (key != "base" && key != "grid" && key != "zip" && key != "set" && key != "epsilon")
+      throw UserError(path + ": unknown sweep key '" + key + "'; valid: base, epsilon, [set], [grid], [zip]");
+  }
+  auto base = tbl["base"].value<std::string>();
+  if (!base) throw UserError(path + ": 'base' (the config the sweep varies) is missing");
+  fs::path bp(*base);
+  if (bp.is_relative()) bp = fs::path(path).parent_path() / bp;
+  sw.base = bp.lexically_normal().string();
+  if (auto eps = tbl["epsilon"].value<double>()) sw.epsilon = *eps;
+  const Config base_cfg = Config::from_file(sw.base);
+
+  auto section = [&](const char* name) {
+    std::vector<std::pair<std::string, const toml::node*>> out;
+    if (auto t = tbl[name].as_table()) flatten(*t, "", out);
+    else if (tbl.contains(name)) throw UserError(path + ": [" + std::string(name) + "] must be a table");
+    return out;
+  };
+  const auto set = section("set");
+  const auto grid = section("grid");
+  const auto zip = section("zip");
+
+  std::vector<std::vector<std::string>> grid_values;
+  for (const auto& [key, node] : grid) {
+    if (!find_key(key)) throw UserError(path + ": [grid] key '" + key + "' is not a config key (see `stale keys`)");
+    auto arr = node->as_array();
+    if (!arr || arr->empty()) throw UserError(path + ": [grid] " + key + " must be a non-empty array");
+    std::vector<std::string> vals;
+    for (const auto& el : *arr) vals.push_back(scalar_text(el, path + ": [grid] " + key));
+    grid_values.push_back(vals);
+    sw.axes.push_back(key);
+  }
+  size_t zip_len = 0;
+  std::vector<std::vector<std::string>> zip_values;
+  for (const auto& [key, node] : zip) {
+    if (!find_key(key)) throw UserError(path + ": [zip] key '" + key + "' is not a config key (see `stale keys`)");
+    auto arr = node->as_array();
+    if (!arr || arr->empty()) throw UserError(path + ": [zip] " + key + " must be a non-empty array");
+    if (zip_len && arr->size() != zip_len)
+      throw UserError(path + ": [zip] lists must have equal lengths (" + key + " has " + std::to_string(arr->size()) +
+                      ", expected " + std::to_string(zip_len) + ")");
+    zip_len = arr->size();
+    std::vector<std::string> vals;
+    for (const auto& el : *arr) vals.push_back(scalar_text(el, path + ": [zip] " + key));
+    zip_values.push_back(vals);
+    sw.axes.push_back(key);
+  }
+  for (const auto& a : sw.axes)
+    if (std::count(sw.axes.begin(), sw.axes.end(), a) > 1) throw UserError(path + ": key '" + a + "' appears twice");
+
+  Config fixed = base_cfg;
+  for (const auto& [key, node] : set) fixed.apply_override(key + "=" + scalar_text(*node, path + ": [set] " + key));
+
+  // odometer over the grid (last key fastest), then the zip index
+  std::vector<size_t> idx(grid_values.size(), 0);
+  const size_t zn = zip_values.empty() ? 1 : zip_len;
+  int64_t position = 0;
+  while (true) {
+    for (size_t z = 0; z < zn; ++z) {
+      SweepRun r;
+      r.position = position++;
+      r.config = fixed;
+      for (size_t g = 0; g < grid_values.size(); ++g) r.values.emplace_back(sw.axes[g], grid_values[g][idx[g]]);
+      for (size_t q = 0; q < zip_values.size(); ++q) r.values.emplace_back(sw.axes[grid_values.size() + q], zip_values[q][z]);
+      for (const auto& [k, v] : r.values) {
+        try {
+          r.config.apply_override(k + "=" + v);
+        } catch (const UserError& e) {
+          throw UserError(path + ": " + e.what());
+        }
+      }
+      r.hash = config_hash(r.config);
+      sw.runs.push_back(std::move(r));
+    }
+    // advance the odometer; false once every combination was emitted
+    bool advanced = false;
+    for (size_t g = grid_values.size(); g-- > 0;) {
+      if (++idx[g] < grid_values[g].size()) {
+        advanced = true;
+        break;
+      }
+      idx[g] = 0;
+    }
+    if (!advanced) break;
+  }
+  return sw;
+}
+
+void parse_shard(const std::string& text, int& index, int& count) {
+  const auto slash = text.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("");
+    index = std::stoi(text.substr(0, slash));
+    count = std::stoi(text.substr(slash + 1));
+  } catch (const std::exception&) {
+    throw UserError("--shard " + text + ": expected i/N with 0 <= i < N, e.g. --shard 3/16");
+  }
+  if (count < 1 || index < 0 || index >= count)
+    throw UserError("--shard " + text + ": expected i/N with 0 <= i < N, e.g. --shard 3/16");
+}
+
+}  // namespace stale

@@ -1,0 +1,141 @@
+// The in-process sweep engine: the same run files as one process per run (--isolate), a
+// failed or diverged run never stops the others, and run files do not depend on the number
+// of threads or jobs.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "src/io/h5.hpp"
+#include "src/run/sweep.hpp"
+#include "tests/test_util.hpp"
+
+using namespace stale;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kBase = R"(
+[objective]
+name = "quadratic"
+generator = "random"
+dim = 40
+samples = 60
+batch_size = 5
+stages = 4
+[method]
+name = "rpd"
+lr = 0.01
+updates = 600
+[delay]
+name = "uniform"
+max = 6
+[log]
+every = 7
+progress = false
+)";
+
+fs::path make_sweep(const std::string& name, const std::string& base, const std::string& body) {
+  const auto dir = test::temp_dir(name);
+  test::write_file(dir / "base.toml", base);
+  test::write_file(dir / "sweep.toml", "base = \"base.toml\"\n" + body);
+  return dir;
+}
+
+const char* kSeries[] = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage",
+                         "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "batch_loss", "val_loss"};
+
+// every number of a run file that the run computes (not its wall clock), bit for bit
+bool same_numbers(const fs::path& a, const fs::path& b) {
+  auto fa = h5::open_file_readonly(a.string()), fb = h5::open_file_readonly(b.string());
+  bool same = h5::read_attr_string(fa.id(), "status") == h5::read_attr_string(fb.id(), "status");
+  for (const char* s : kSeries) {
+    const std::string n = std::string("metrics/") + s;
+    const auto va = h5::read_vector_double(fa.id(), n), vb = h5::read_vector_double(fb.id(), n);
+    same &= va.size() == vb.size() && std::memcmp(va.data(), vb.data(), va.size() * sizeof(double)) == 0;
+  }
+  hsize_t ra = 0, ca = 0, rb = 0, cb = 0;
+  const auto ia = h5::read_matrix_double(fa.id(), "iterates", ra, ca), ib = h5::read_matrix_double(fb.id(), "iterates", rb, cb);
+  same &= ra == rb && ca == cb && std::memcmp(ia.data(), ib.data(), ia.size() * sizeof(double)) == 0;
+  return same;
+}
+
+std::vector<fs::path> run_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir / "runs"))
+    if (e.path().extension() == ".h5") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("run") {
+
+TEST_CASE("InProcessSweepWritesTheSameRunFilesAsOneProcessPerRun") {
+  // the delay model applies to rpd only: the schedule methods take theirs from the schedule
+  const std::string body =
+      "[grid]\n\"method.lr\" = [0.005, 0.01]\nseed = [0, 1]\n[zip]\n\"method.name\" = [\"rpd\", \"pipedream\", "
+      "\"paci\", \"localsgd\"]\n\"delay.name\" = [\"uniform\", \"zero\", \"zero\", \"zero\"]\n";
+  const auto a = make_sweep("engine-inproc", kBase, body), b = make_sweep("engine-isolate", kBase, body);
+  std::string out;
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (a / "sweep.toml").string() + " -q --jobs 2 --out " +
+                                (a / "o").string(), out) == 0);
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (b / "sweep.toml").string() + " -q --isolate --jobs 2 --out " +
+                                (b / "o").string(), out) == 0);
+  const auto fa = run_files(a / "o"), fb = run_files(b / "o");
+  REQUIRE(fa.size() == 16);
+  REQUIRE(fa.size() == fb.size());
+  for (size_t i = 0; i < fa.size(); ++i) {
+    CAPTURE(fa[i]);
+    CHECK(fa[i].filename() == fb[i].filename());
+    CHECK(same_numbers(fa[i], fb[i]));
+  }
+}
+
+TEST_CASE("ADivergingRunInAnInProcessSweepIsRecordedAndTheOthersFinish") {
+  const auto dir = make_sweep("engine-diverge", kBase, "[grid]\n\"method.lr\" = [0.01, 1e6, 0.02]\n");
+  std::string out;
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (dir / "sweep.toml").string() + " -q --out " +
+                                (dir / "o").string(), out) == 0);
+  std::ifstream in(dir / "o" / "index.csv");
+  std::string line, all;
+  int ok = 0, diverged = 0;
+  while (std::getline(in, line)) {
+    ok += line.find(",ok,") != std::string::npos;
+    diverged += line.find(",diverged,") != std::string::npos;
+  }
+  CHECK(ok == 2);
+  CHECK(diverged == 1);
+}
+
+TEST_CASE("RunFilesAreBitIdenticalForAnyThreadCount") {
+  // large enough (n·d ≥ 2^22) that the full-gradient GEMVs of the metrics run in parallel
+  const std::string base = R"(
+[objective]
+name = "logistic"
+generator = "synthetic"
+dim = 1024
+samples = 4100
+batch_size = 100
+stages = 4
+[method]
+name = "pipedream"
+lr = 0.05
+updates = 24
+[log]
+progress = false
+)";
+  const auto dir = test::temp_dir("threads");
+  test::write_file(dir / "c.toml", base);
+  std::string out;
+  for (int t : {1, 2, 4}) {
+    const std::string cmd = "OMP_NUM_THREADS=" + std::to_string(t) + " " + test::stale_bin() + " run " +
+                            (dir / "c.toml").string() + " -q --out " + (dir / ("t" + std::to_string(t) + ".h5")).string();
+    REQUIRE(test::run_command(cmd, out) == 0);
+  }
+  CHECK(same_numbers(dir / "t1.h5", dir / "t2.h5"));
+  CHECK(same_numbers(dir / "t1.h5", dir / "t4.h5"));
+}
+
+}  // TEST_SUITE
