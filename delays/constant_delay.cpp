@@ -1,6 +1,7 @@
 // Every block is read exactly δ updates old (min(δ, k) at the start): the worst case the
 // bound of theory.md §3 allows, applied to every block at every step.
-#include "delays/delay_model.hpp"
+#include "delays/delay_registry.hpp"
+#include "src/config/config.hpp"
 
 #include <algorithm>
 
@@ -19,4 +20,10 @@ class ConstantDelay final : public DelayModel {
 };
 }  // namespace
 std::unique_ptr<DelayModel> make_constant_delay(int64_t d) { return std::make_unique<ConstantDelay>(d); }
+namespace {
+const bool registered = DelayRegistry::add({"constant", "every read is min(delta, k) updates old", 1, {"delay.max"},
+                                            [](const DelayContext& c) {
+                                              return make_constant_delay(c.cfg.get_int("delay.max"));
+                                            }});
+}  // namespace
 }  // namespace stale

@@ -1,30 +1,24 @@
-#include "delays/delay_model.hpp"
+#include "delays/delay_registry.hpp"
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
 
+namespace {
+const bool choices = set_choice_source("delay.name", [] { return DelayRegistry::names(); });
+}  // namespace
+
+const DelayEntry& delay_entry(const std::string& name) {
+  if (const DelayEntry* e = DelayRegistry::find(name)) return *e;
+  config_error("delay.name", "\"" + name + "\" is not valid; choose one of: " + DelayRegistry::names_text());
+}
+
+std::unique_ptr<DelayModel> make_delay_model(const DelayContext& context) {
+  return delay_entry(context.cfg.get_string("delay.name")).make(context);
+}
+
 std::unique_ptr<DelayModel> make_delay_model(const Config& cfg, int stages, int64_t updates) {
-  const std::string& name = cfg.get_string("delay.name");
-  const int64_t delta = cfg.get_int("delay.max");
-  const uint64_t seed = static_cast<uint64_t>(cfg.get_int("seed"));
-  if (name == "zero") return make_zero_delay();
-  if (name == "constant") return make_constant_delay(delta);
-  if (name == "uniform") return make_uniform_delay(delta, seed);
-  if (name == "geometric") {
-    if (cfg.get_float("delay.mean") > 0 && delta == 0)
-      config_error("delay.max", "the geometric model needs a truncation bound delay.max >= 1");
-    return make_geometric_delay(cfg.get_float("delay.mean"), delta, seed);
-  }
-  if (name == "table") {
-    std::string path = cfg.get_string("delay.path");
-    auto model = make_table_delay(path, stages);
-    if (model->horizon() < updates)
-      config_error("method.updates", std::to_string(updates) + " updates but the delay table " + path + " has only " +
-                                         std::to_string(model->horizon()) + " rows");
-    return model;
-  }
-  config_error("delay.name", "\"" + name + "\" is not valid; choose one of: zero, constant, uniform, geometric, table");
+  return make_delay_model(DelayContext{cfg, stages, updates});
 }
 
 }  // namespace stale

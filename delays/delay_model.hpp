@@ -39,7 +39,21 @@ std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages
 // a table held in memory, row-major K × S (e.g. a simulated schedule's delays)
 std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin);
 
-// config → model; checks delay.* keys against the run (stages, updates)
+// What a delay model's factory may read: the config, the run's blocks and length, and — for
+// delay.name = "schedule" — the exact delay table of the schedule rpd replays.
+struct DelayContext {
+  DelayContext(const Config& c, int s, int64_t k) : cfg(c), stages(s), updates(k) {}
+  const Config& cfg;
+  int stages = 0;
+  int64_t updates = 0;
+  const std::vector<int64_t>* schedule_table = nullptr;  // row-major rows × stages
+  int64_t schedule_rows = 0;
+  std::string schedule_origin;
+};
+
+// config → model through the delay registry (delay_registry.hpp); checks delay.* keys
+// against the run (stages, updates)
+std::unique_ptr<DelayModel> make_delay_model(const DelayContext& context);
 std::unique_ptr<DelayModel> make_delay_model(const Config& cfg, int stages, int64_t updates);
 
 // mean of the geometric law truncated to {0..cap} (exact, for tests and reports)

@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "delays/delay_model.hpp"
+#include "delays/delay_registry.hpp"
+#include "src/config/config.hpp"
 #include "src/core/rng.hpp"
 
 namespace stale {
@@ -47,5 +48,16 @@ class GeometricDelay final : public DelayModel {
 std::unique_ptr<DelayModel> make_geometric_delay(double mean, int64_t d, uint64_t seed) {
   return std::make_unique<GeometricDelay>(mean, d, seed);
 }
+
+namespace {
+const bool registered = DelayRegistry::add(
+    {"geometric", "geometric with mean delay.mean, truncated to {0, ..., min(delta, k)}", 3, {"delay.max", "delay.mean"},
+     [](const DelayContext& c) {
+       const int64_t delta = c.cfg.get_int("delay.max");
+       if (c.cfg.get_float("delay.mean") > 0 && delta == 0)
+         config_error("delay.max", "the geometric model needs a truncation bound delay.max >= 1");
+       return make_geometric_delay(c.cfg.get_float("delay.mean"), delta, static_cast<uint64_t>(c.cfg.get_int("seed")));
+     }});
+}  // namespace
 
 }  // namespace stale

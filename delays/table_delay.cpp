@@ -6,9 +6,10 @@
 #include <sstream>
 #include <vector>
 
-#include "delays/delay_model.hpp"
+#include "delays/delay_registry.hpp"
+#include "src/config/config.hpp"
 #include "src/core/error.hpp"
-#include "src/io/h5.hpp"
+#include "src/io/delay_table_file.hpp"
 
 namespace stale {
 namespace {
@@ -92,13 +93,7 @@ std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages
   int cols = 0;
   const auto ext = std::filesystem::path(path).extension().string();
   if (ext == ".h5" || ext == ".hdf5") {
-    auto file = h5::open_file_readonly(path);
-    if (!h5::exists(file.id(), "delays"))
-      throw UserError("config: delay.path = \"" + path + "\": has no /delays dataset (write it with `stale run` or `stale schedule --out`)");
-    hsize_t r = 0, c = 0;
-    t = h5::read_matrix_int(file.id(), "delays", r, c);
-    rows = static_cast<int64_t>(r);
-    cols = static_cast<int>(c);
+    t = read_delay_table_h5(path, rows, cols);
   } else {
     t = read_csv(path, rows, cols);
   }
@@ -107,5 +102,18 @@ std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages
                     std::to_string(stages));
   return std::make_unique<TableDelay>(std::move(t), rows, cols, path);
 }
+
+namespace {
+const bool registered = DelayRegistry::add(
+    {"table", "replay a K x S table: a CSV, or /delays of a run or schedule .h5 file", 4, {"delay.path"},
+     [](const DelayContext& c) {
+       const std::string& path = c.cfg.get_string("delay.path");
+       auto model = make_table_delay(path, c.stages);
+       if (model->horizon() < c.updates)
+         config_error("method.updates", std::to_string(c.updates) + " updates but the delay table " + path +
+                                            " has only " + std::to_string(model->horizon()) + " rows");
+       return model;
+     }});
+}  // namespace
 
 }  // namespace stale

@@ -2,7 +2,8 @@
 // {0, …, min(δ, k)}, independently of the stage and batch draws.
 #include <algorithm>
 
-#include "delays/delay_model.hpp"
+#include "delays/delay_registry.hpp"
+#include "src/config/config.hpp"
 #include "src/core/rng.hpp"
 
 namespace stale {
@@ -28,4 +29,11 @@ class UniformDelay final : public DelayModel {
 std::unique_ptr<DelayModel> make_uniform_delay(int64_t d, uint64_t seed) {
   return std::make_unique<UniformDelay>(d, seed);
 }
+namespace {
+const bool registered = DelayRegistry::add(
+    {"uniform", "i.i.d. uniform on {0, ..., min(delta, k)} per update and block: the RPD authors' rule", 2,
+     {"delay.max"}, [](const DelayContext& c) {
+       return make_uniform_delay(c.cfg.get_int("delay.max"), static_cast<uint64_t>(c.cfg.get_int("seed")));
+     }});
+}  // namespace
 }  // namespace stale

@@ -1,5 +1,6 @@
 // Fresh reads: RPD with this model is block-coordinate SGD, bit for bit.
-#include "delays/delay_model.hpp"
+#include "delays/delay_registry.hpp"
+#include "src/config/config.hpp"
 
 namespace stale {
 namespace {
@@ -12,4 +13,10 @@ class ZeroDelay final : public DelayModel {
 };
 }  // namespace
 std::unique_ptr<DelayModel> make_zero_delay() { return std::make_unique<ZeroDelay>(); }
+namespace {
+const bool registered = DelayRegistry::add(
+    {"zero", "fresh reads: rpd is block-coordinate SGD bit for bit", 0, {}, [](const DelayContext&) {
+       return make_zero_delay();
+     }});
+}  // namespace
 }  // namespace stale

@@ -8,6 +8,7 @@
 #include "objectives/charlm_cuda.hpp"
 #include "objectives/charlm_layers.hpp"
 #include "objectives/data/libsvm.hpp"
+#include "objectives/objective_registry.hpp"
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
 
@@ -208,5 +209,14 @@ std::unique_ptr<Objective> make_charlm(const Config& cfg, BackendKind backend) {
   if (f32) return std::make_unique<CharLmCpu<float>>(data, sh);
   return std::make_unique<CharLmCpu<double>>(data, sh);
 }
+
+namespace {
+const bool registered = ObjectiveRegistry::add(
+    {"charlm", "character-level GPT (llm.c-style layers) on a text corpus, split into stages by layer", 2,
+     {"objective.samples", "objective.embedding", "objective.heads", "objective.context", "objective.data",
+      "objective.data_dir"},
+     {},
+     make_charlm});
+}  // namespace
 
 }  // namespace stale

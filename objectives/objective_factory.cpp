@@ -1,6 +1,8 @@
 #include "objectives/objective_factory.hpp"
 
-#include "objectives/charlm.hpp"
+#include <algorithm>
+
+#include "objectives/objective_registry.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/linear_constants.hpp"
 #include "objectives/linear_model_cpu.hpp"
@@ -14,11 +16,12 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
   const std::string& gen = cfg.get_string("objective.generator");
   const Index n = cfg.get_int("objective.samples"), d = cfg.get_int("objective.dim");
   const uint64_t seed = static_cast<uint64_t>(cfg.get_int("seed"));
-  const bool quad_gen = gen == "random" || gen == "nesterov" || gen == "spectrum";
-  if (name == "quadratic" && !quad_gen)
-    config_error("objective.generator", "\"" + gen + "\" is not a quadratic generator; choose one of: random, nesterov, spectrum");
-  if (name == "logistic" && quad_gen)
-    config_error("objective.generator", "\"" + gen + "\" is not a logistic generator; choose one of: synthetic, libsvm");
+  const ObjectiveEntry& entry = objective_entry(name);
+  if (std::none_of(entry.generators.begin(), entry.generators.end(), [&](const GeneratorSpec& g) { return g.name == gen; })) {
+    std::string valid;
+    for (const auto& g : entry.generators) valid += (valid.empty() ? "" : ", ") + g.name;
+    config_error("objective.generator", "\"" + gen + "\" is not a " + name + " generator; choose one of: " + valid);
+  }
 
   auto data = std::make_shared<LinearData>();
   if (gen == "libsvm") {
@@ -39,8 +42,20 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
   return data;
 }
 
-std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {
-  if (cfg.get_string("objective.name") == "charlm") return make_charlm(cfg, backend);  // objectives/charlm.hpp
+namespace {
+
+std::vector<std::string> generator_names() {
+  std::vector<std::string> out;
+  for (const auto& e : ObjectiveRegistry::entries())
+    for (const auto& g : e.generators)
+      if (std::find(out.begin(), out.end(), g.name) == out.end()) out.push_back(g.name);
+  return out;
+}
+const bool name_choices = set_choice_source("objective.name", [] { return ObjectiveRegistry::names(); });
+const bool generator_choices = set_choice_source("objective.generator", generator_names);
+
+// least squares or logistic regression over generated or loaded data (the linear models)
+std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind backend) {
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
   auto data = make_linear_data(cfg);
   if (S > data->d())
@@ -64,6 +79,28 @@ std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend
   if (backend == BackendKind::Cpu) return cpu;
   const Precision prec = cfg.get_string("precision") == "float32" ? Precision::Float32 : Precision::Float64;
   return make_linear_model_cuda(data, S, l2, logistic ? LinearLoss::Logistic : LinearLoss::Squared, prec, constants);
+}
+
+const bool quadratic = ObjectiveRegistry::add(
+    {"quadratic", "least squares (1/2n)||Xw - y||^2 with exact L, mu, f_* and w_*", 0,
+     {"objective.dim", "objective.samples", "objective.generator"},
+     {{"random", {}}, {"nesterov", {"objective.mu"}}, {"spectrum", {"objective.mu", "objective.L", "objective.spectrum"}}},
+     make_linear_objective});
+const bool logistic = ObjectiveRegistry::add(
+    {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton", 1,
+     {"objective.generator", "objective.l2"},
+     {{"synthetic", {"objective.dim", "objective.samples"}}, {"libsvm", {"objective.data", "objective.data_dir"}}},
+     make_linear_objective});
+
+}  // namespace
+
+const ObjectiveEntry& objective_entry(const std::string& name) {
+  if (const ObjectiveEntry* e = ObjectiveRegistry::find(name)) return *e;
+  config_error("objective.name", "\"" + name + "\" is not valid; choose one of: " + ObjectiveRegistry::names_text());
+}
+
+std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {
+  return objective_entry(cfg.get_string("objective.name")).make(cfg, backend);
 }
 
 }  // namespace stale

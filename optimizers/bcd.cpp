@@ -4,7 +4,7 @@
 //
 // RPD (rpd.cpp) with the zero delay model must reproduce this bit for bit: both draw s_k
 // and m_k from the same streams in the same order and evaluate the same block gradient.
-#include "optimizers/method.hpp"
+#include "optimizers/method_registry.hpp"
 #include "optimizers/sampling.hpp"
 
 namespace stale {
@@ -47,6 +47,10 @@ class Bcd final : public Method {
  private:
   MethodParams p_;
 };
+const bool registered = MethodRegistry::add(
+    {"bcd", "randomized block-coordinate SGD: one uniformly drawn block per update, fresh reads", 1, MethodKind::Fresh,
+     "", false, false, {}, [](const Config&, const MethodParams& p, const Objective&) -> std::unique_ptr<Method> {
+       return std::make_unique<Bcd>(p);
+     }});
 }  // namespace
-std::unique_ptr<Method> make_bcd(const MethodParams& p) { return std::make_unique<Bcd>(p); }
 }  // namespace stale

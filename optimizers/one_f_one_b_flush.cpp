@@ -4,10 +4,12 @@
 //   block steps once per mini-batch of m micro-batches with the mean gradient:
 //     w^(s) ← w^(s) − γ (1/m) Σ_{mb} ∇_{w^(s)} f_{mb}(w)
 //   the same iterates as GPipe (mini-batch SGD), with at most S − s activations on stage s.
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_1f1b_flush(const Config& cfg) {
-  return std::make_unique<ScheduleMethod>("1f1b-flush", ExecutorOptions::from_config(cfg, "1f1b-flush"));
-}
+namespace {
+const bool registered = MethodRegistry::add({"1f1b-flush", "1F1B with a flush per mini-batch (PipeDream-Flush / DAPPLE): mini-batch SGD", 21, MethodKind::ScheduleDriven, "1f1b-flush",
+                                             false, false, {},
+                                             schedule_method_factory("1f1b-flush", "1f1b-flush", false, false)});
+}  // namespace
 }  // namespace stale

@@ -7,10 +7,12 @@
 //     w^(s) ← step(w^(s), (1/a) Σ_{last a micro-batches} g_s)        (SGD or AdamW)
 //
 // A micro-batch crosses at most ⌈(S − 1 − s)/a⌉ updates of stage s between its F and B.
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_paci(const Config& cfg) {
-  return std::make_unique<ScheduleMethod>("paci", ExecutorOptions::from_config(cfg, "paci"));
-}
+namespace {
+const bool registered = MethodRegistry::add({"paci", "asynchronous 1F1B, stage s holds S - s in flight, no stashing, a stage steps every a backward passes (Elam et al. 2026)", 12, MethodKind::ScheduleDriven, "paci",
+                                             false, false, {},
+                                             schedule_method_factory("paci", "paci", false, false)});
+}  // namespace
 }  // namespace stale

@@ -7,10 +7,12 @@
 // The gradient is taken at the mixed point of the versions the micro-batch's forwards read
 // (stashing makes B(a, mb) use the same version as F(a, mb)); its delays are the schedule's
 // exact ones, worst S² − S/2 for even S. Batches are read cyclically.
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_pipedream(const Config& cfg) {
-  return std::make_unique<ScheduleMethod>("pipedream", ExecutorOptions::from_config(cfg, "pipedream"));
-}
+namespace {
+const bool registered = MethodRegistry::add({"pipedream", "asynchronous 1F1B with weight stashing: a stage steps after every backward pass (Narayanan et al. 2019)", 10, MethodKind::ScheduleDriven, "pipedream",
+                                             true, false, {},
+                                             schedule_method_factory("pipedream", "pipedream", true, false)});
+}  // namespace
 }  // namespace stale

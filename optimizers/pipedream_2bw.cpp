@@ -4,10 +4,12 @@
 //     w^(s) ← w^(s) − γ (1/m) Σ g_s(mb)
 //   F reads the newest version, B uses the version its F read (stashing), and at most two
 //   versions per stage are ever live.
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_2bw(const Config& cfg) {
-  return std::make_unique<ScheduleMethod>("2bw", ExecutorOptions::from_config(cfg, "2bw"));
-}
+namespace {
+const bool registered = MethodRegistry::add({"2bw", "PipeDream-2BW: 1F1B without flush, step every a micro-batches, two stashed versions (Narayanan et al. 2021)", 13, MethodKind::ScheduleDriven, "2bw",
+                                             true, false, {},
+                                             schedule_method_factory("2bw", "2bw", true, false)});
+}  // namespace
 }  // namespace stale

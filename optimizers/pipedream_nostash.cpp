@@ -6,12 +6,12 @@
 //
 // This is not a gradient at any single point, so it runs only through the stage-wise
 // forward/backward interface. Same schedule as pipedream (asynchronous 1F1B, S in flight).
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_pipedream_nostash(const Config& cfg) {
-  ExecutorOptions o = ExecutorOptions::from_config(cfg, "pipedream");
-  o.stash = false;
-  return std::make_unique<ScheduleMethod>("pipedream-nostash", o);
-}
+namespace {
+const bool registered = MethodRegistry::add({"pipedream-nostash", "PipeDream's schedule without stashing: B uses the block as it is when B runs", 11, MethodKind::ScheduleDriven, "pipedream",
+                                             false, false, {},
+                                             schedule_method_factory("pipedream-nostash", "pipedream", false, false)});
+}  // namespace
 }  // namespace stale

@@ -6,14 +6,12 @@
 //   prediction: before F(s, mb) the block is extrapolated by its expected staleness,
 //     ŵ^(s) = w^(s) + τ_s v^(s),   v^(s) ← 0.9 v^(s) + 0.1 Δw^(s)  (velocity per update),
 //     τ_s = the most updates of block s any micro-batch crosses between F and B (S − 1 − s)
-#include "optimizers/schedule_executor.hpp"
-#include "src/config/config.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_pipemare(const Config& cfg) {
-  ExecutorOptions o = ExecutorOptions::from_config(cfg, "pipedream");
-  o.stash = false;
-  o.predict = cfg.get_bool("method.prediction");
-  return std::make_unique<ScheduleMethod>("pipemare", o);
-}
+namespace {
+const bool registered = MethodRegistry::add({"pipemare", "PipeDream's schedule without stashing, with warm-up and weight prediction (Yang et al. 2021)", 14, MethodKind::ScheduleDriven, "pipedream",
+                                             false, true, {"method.prediction"},
+                                             schedule_method_factory("pipemare", "pipedream", false, true)});
+}  // namespace
 }  // namespace stale

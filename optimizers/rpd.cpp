@@ -12,7 +12,10 @@
 // (RpdOrder): RPD then replays PipeDream exactly, which the tests check bit for bit.
 #include "delays/delay_model.hpp"
 #include "src/core/error.hpp"
-#include "optimizers/method.hpp"
+#include "optimizers/method_registry.hpp"
+#include "optimizers/schedule_executor.hpp"
+#include "src/config/config.hpp"
+#include "src/pipeline/simulator.hpp"
 #include "optimizers/sampling.hpp"
 #include "src/pipeline/version_store.hpp"
 
@@ -82,8 +85,64 @@ class Rpd final : public Method {
   std::shared_ptr<const DelayModel> delays_;
   RpdOrder order_;
 };
-}  // namespace
-std::unique_ptr<Method> make_rpd(const MethodParams& p, std::shared_ptr<const DelayModel> delays, RpdOrder order) {
+// RPD tied to a schedule: with delay.name = "schedule" it replays the schedule's exact delay
+// table (and, with follow_order, its stage and batch order); with method.time_budget > 0 it
+// runs as many updates as the schedule fits into the budget and takes their simulated times
+// (E4: RPD at PipeDream's time budget). Otherwise RPD draws from its delay model alone.
+std::unique_ptr<Method> make_rpd_method(const Config& cfg, MethodParams p, int stages, int num_batches) {
+  const bool replay = cfg.get_string("delay.name") == "schedule";
+  const double budget = cfg.get_float("method.time_budget");
+  if (!replay && budget <= 0) {
+    if (cfg.get_bool("delay.follow_order")) config_error("delay.follow_order", "needs delay.name = \"schedule\"");
+    return std::make_unique<Rpd>(p, make_delay_model(DelayContext{cfg, stages, p.updates}), RpdOrder{});
+  }
+  ExecutorOptions o = ExecutorOptions::from_config(cfg, cfg.get_string("delay.schedule"));
+  o.params.stages = stages / std::max(1, o.params.chunks);
+  auto sched_ptr = std::make_shared<const Schedule>(plan_schedule(o));
+  const Schedule& sched = *sched_ptr;
+  if (sched.replicas > 1) config_error("delay.schedule", "localsgd has one delay table per replica; RPD replays one model");
+  SimOptions so;
+  so.delay_table = replay;
+  auto sim_ptr = std::make_shared<const SimResult>(simulate(sched, o.costs, so));
+  const SimResult& sim = *sim_ptr;
+  const int64_t rows = static_cast<int64_t>(sim.updates.size());
+  if (budget > 0) p.updates = rows;
+  if (rows < p.updates)
+    config_error("method.updates", std::to_string(p.updates) + " updates but the schedule " + sched.name + " yields " +
+                                       std::to_string(rows));
+  RpdOrder order;
+  order.schedule = sched_ptr;
+  order.simulation = sim_ptr;
+  for (const auto& u : sim.updates) order.times.push_back(u.end);
+  if (replay && cfg.get_bool("delay.follow_order")) {
+    if (sched.accumulation > 1)
+      config_error("delay.follow_order", "needs a schedule that steps after every micro-batch (accumulation 1)");
+    const auto batch_of = microbatch_batches(sched.microbatches, num_batches, p.cyclic_batches, p.seed);
+    for (const auto& u : sim.updates) {
+      order.stages.push_back(u.block);
+      order.batches.push_back(batch_of[u.microbatch]);
+    }
+  } else if (cfg.get_bool("delay.follow_order")) {
+    config_error("delay.follow_order", "needs delay.name = \"schedule\"");
+  }
+  DelayContext context{cfg, stages, p.updates};
+  if (replay) {
+    context.schedule_table = &sim.delay_table;
+    context.schedule_rows = rows;
+    context.schedule_origin = "schedule " + sched.name;
+  }
+  std::shared_ptr<const DelayModel> delays = make_delay_model(context);
+  p.lr_schedule.total = p.updates;
   return std::make_unique<Rpd>(p, std::move(delays), std::move(order));
 }
+
+
+const bool registered = MethodRegistry::add(
+    {"rpd", "randomized PipeDream: a uniformly drawn block, its gradient at the stale point a delay model gives "
+            "(Ilin & Richtarik 2026)",
+     2, MethodKind::DelayDriven, "", false, false, {"method.time_budget"},
+     [](const Config& cfg, const MethodParams& p, const Objective& f) {
+       return make_rpd_method(cfg, p, f.stages(), f.num_batches());
+     }});
+}  // namespace
 }  // namespace stale

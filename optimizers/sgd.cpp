@@ -6,7 +6,7 @@
 // (or the momentum / AdamW rule of update_rule.hpp on the whole vector). One step updates
 // all S blocks, so it advances the block-update counter k by S (theory.md §1 counts block
 // updates). Robbins & Monro (1951).
-#include "optimizers/method.hpp"
+#include "optimizers/method_registry.hpp"
 #include "optimizers/sampling.hpp"
 
 namespace stale {
@@ -49,6 +49,10 @@ class Sgd final : public Method {
  private:
   MethodParams p_;
 };
+const bool registered = MethodRegistry::add(
+    {"sgd", "mini-batch SGD on all blocks at once, fresh reads (Robbins & Monro 1951)", 0, MethodKind::Fresh, "", false,
+     false, {}, [](const Config&, const MethodParams& p, const Objective&) -> std::unique_ptr<Method> {
+       return std::make_unique<Sgd>(p);
+     }});
 }  // namespace
-std::unique_ptr<Method> make_sgd(const MethodParams& p) { return std::make_unique<Sgd>(p); }
 }  // namespace stale

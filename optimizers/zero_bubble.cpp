@@ -2,10 +2,12 @@
 // critical path) and W (weight gradient, scheduled into the bubbles) at 1F1B's memory.
 // Synchronous with flush: mini-batch SGD on the accumulated gradient, like gpipe; the
 // weight gradient is applied when W runs.
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/method_registry.hpp"
 
 namespace stale {
-std::unique_ptr<Method> make_zero_bubble(const Config& cfg) {
-  return std::make_unique<ScheduleMethod>("zb-h1", ExecutorOptions::from_config(cfg, "zb-h1"));
-}
+namespace {
+const bool registered = MethodRegistry::add({"zb-h1", "zero bubble H1: B split into B and W, W fills the bubbles, flush: mini-batch SGD (Qi et al. 2024)", 23, MethodKind::ScheduleDriven, "zb-h1",
+                                             false, false, {},
+                                             schedule_method_factory("zb-h1", "zb-h1", false, false)});
+}  // namespace
 }  // namespace stale

@@ -28,9 +28,9 @@ int run_keys_command() {
     std::printf("| key | type | default | meaning |\n|---|---|---|---|\n");
     for (const auto& s : config_schema()) {
       std::string meaning = s.meaning;
-      if (!s.choices.empty()) {
+      if (const auto choices = choices_of(s); !choices.empty()) {
         std::string c;
-        for (const auto& x : s.choices) c += (c.empty() ? "" : ", ") + x;
+        for (const auto& x : choices) c += (c.empty() ? "" : ", ") + x;
         meaning += " (one of: " + c + ")";
       }
       std::printf("| `%s` | %s | `%s` | %s |\n", s.key.c_str(), type_name(s).c_str(),

@@ -116,8 +116,9 @@ ConfigValue convert(const KeySpec& s, const toml::node& node, const std::string&
       auto str = node.as_string();
       if (!str) throw wrong(describe(node));
       const std::string v = str->get();
-      if (!s.choices.empty() && std::find(s.choices.begin(), s.choices.end(), v) == s.choices.end())
-        throw UserError(origin + ": " + s.key + " = \"" + v + "\" is not valid; choose one of: " + join(s.choices, ", "));
+      const auto choices = choices_of(s);
+      if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end())
+        throw UserError(origin + ": " + s.key + " = \"" + v + "\" is not valid; choose one of: " + join(choices, ", "));
       return v;
     }
     case KeyType::FloatList:
@@ -163,6 +164,23 @@ std::string toml_quote(const std::string& s) {
 
 [[noreturn]] void config_error(const std::string& key, const std::string& what) {
   throw UserError("config: " + key + ": " + what);
+}
+
+namespace {
+std::map<std::string, std::vector<std::string> (*)()>& choice_sources() {
+  static std::map<std::string, std::vector<std::string> (*)()> m;
+  return m;
+}
+}  // namespace
+
+bool set_choice_source(const std::string& key, std::vector<std::string> (*names)()) {
+  choice_sources()[key] = names;
+  return true;
+}
+
+std::vector<std::string> choices_of(const KeySpec& spec) {
+  auto it = choice_sources().find(spec.key);
+  return it != choice_sources().end() ? it->second() : spec.choices;
 }
 
 const KeySpec* find_key(const std::string& key) {
@@ -251,6 +269,13 @@ void Config::apply_override(const std::string& assignment) {
   }
   values_[key] = convert(*spec, *tbl.get("v"), origin);
   explicit_[key] = true;
+}
+
+void Config::reset(const std::string& key) {
+  const KeySpec* spec = find_key(key);
+  if (!spec) unknown_key(key, origin_);
+  values_[key] = spec->fallback;
+  explicit_.erase(key);
 }
 
 void Config::set(const std::string& key, const ConfigValue& value, const std::string& origin) {

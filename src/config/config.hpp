@@ -29,6 +29,12 @@ struct KeySpec {
 
 // The schema: every key the harness knows, in README table order.
 const std::vector<KeySpec>& config_schema();
+
+// The valid values of a String key: its schema choices, or — for keys that name a component
+// (method.name, delay.name, objective.name, …) — the names in that component family's
+// registry, which registers itself as the key's choice source (src/core/registry.hpp).
+std::vector<std::string> choices_of(const KeySpec& spec);
+bool set_choice_source(const std::string& key, std::vector<std::string> (*names)());
 const KeySpec* find_key(const std::string& key);
 std::string type_name(const KeySpec& spec);
 std::string value_to_string(const ConfigValue& v);
@@ -51,6 +57,8 @@ class Config {
   // lists: a scalar given for a scalar_or_list key becomes a one-element list
   std::vector<double> get_floats(const std::string& key) const;
   bool is_set(const std::string& key) const;  // explicitly given (not the default)
+  // back to the schema's default, as if never given
+  void reset(const std::string& key);
   // the value as TOML text (what to_toml writes for the key)
   std::string value_text(const std::string& key) const;
 

@@ -9,6 +9,7 @@
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
+#include "src/run/config_rules.hpp"
 #include "src/run/metrics_observer.hpp"
 
 namespace stale {
@@ -22,6 +23,7 @@ std::string default_run_path(const Config& cfg) {
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective) {
   const auto t0 = std::chrono::steady_clock::now();
+  check_unread_keys(cfg);  // nothing the user set is silently ignored
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
   std::shared_ptr<const Objective> f = objective ? std::move(objective) : make_objective(cfg, backend);
   auto method = make_method(cfg, *f);

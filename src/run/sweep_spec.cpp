@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include "src/core/error.hpp"
+#include "src/run/config_rules.hpp"
 #include "src/run/sweep.hpp"
 
 namespace stale {
@@ -93,8 +94,18 @@ Sweep load_sweep(const std::string& path) {
   sw.path = path;
   for (const auto& [k, v] : tbl) {
     const std::string key(k.str());
-    if (key != "base" && key != "grid" && key != "zip" && key != "set" && key != "epsilon")
-      throw UserError(path + ": unknown sweep key '" + key + "'; valid: base, epsilon, [set], [grid], [zip]");
+    if (key != "base" && key != "grid" && key != "zip" && key != "set" && key != "epsilon" && key != "unread")
+      throw UserError(path + ": unknown sweep key '" + key + "'; valid: base, epsilon, unread, [set], [grid], [zip]");
+  }
+  // a grid that crosses, say, delay.name with delay.max gives keys to points that do not read
+  // them; the sweep file says what to do: "error" (the default, as for a single run) or "drop"
+  // (such a key goes back to its default at that point; the index still shows the axis value)
+  bool drop_unread = false;
+  if (tbl.contains("unread")) {
+    const auto u = tbl["unread"].value<std::string>();
+    if (!u || (*u != "error" && *u != "drop"))
+      throw UserError(path + ": unread must be \"error\" or \"drop\"");
+    drop_unread = *u == "drop";
   }
   auto base = tbl["base"].value<std::string>();
   if (!base) throw UserError(path + ": 'base' (the config the sweep varies) is missing");
@@ -162,6 +173,13 @@ Sweep load_sweep(const std::string& path) {
         } catch (const UserError& e) {
           throw UserError(path + ": " + e.what());
         }
+      }
+      if (drop_unread)
+        for (const auto& [key, why] : unread_keys(r.config)) r.config.reset(key);
+      try {
+        check_unread_keys(r.config);  // a bad grid point fails the sweep before anything runs
+      } catch (const UserError& e) {
+        throw UserError(path + ": grid position " + std::to_string(r.position) + ": " + e.what());
       }
       r.hash = config_hash(r.config);
       sw.runs.push_back(std::move(r));

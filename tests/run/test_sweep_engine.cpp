@@ -76,7 +76,8 @@ TEST_CASE("InProcessSweepWritesTheSameRunFilesAsOneProcessPerRun") {
   // the delay model applies to rpd only: the schedule methods take theirs from the schedule
   const std::string body =
       "[grid]\n\"method.lr\" = [0.005, 0.01]\nseed = [0, 1]\n[zip]\n\"method.name\" = [\"rpd\", \"pipedream\", "
-      "\"paci\", \"localsgd\"]\n\"delay.name\" = [\"uniform\", \"zero\", \"zero\", \"zero\"]\n";
+      "\"paci\", \"localsgd\"]\n\"delay.name\" = [\"uniform\", \"zero\", \"zero\", \"zero\"]\n"
+      "\"delay.max\" = [6, 0, 0, 0]\n";
   const auto a = make_sweep("engine-inproc", kBase, body), b = make_sweep("engine-isolate", kBase, body);
   std::string out;
   REQUIRE(test::run_command(test::stale_bin() + " sweep " + (a / "sweep.toml").string() + " -q --jobs 2 --out " +

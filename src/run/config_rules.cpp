@@ -1,0 +1,121 @@
+#include "src/run/config_rules.hpp"
+
+#include <set>
+
+#include "delays/delay_registry.hpp"
+#include "objectives/objective_registry.hpp"
+#include "optimizers/method_registry.hpp"
+#include "src/core/error.hpp"
+#include "src/pipeline/schedule.hpp"
+
+namespace stale {
+
+namespace {
+
+// keys every run reads whatever it runs (log.* are output settings, never errors)
+const std::set<std::string> kAlwaysRead = {
+    "seed", "backend", "precision", "objective.name", "objective.stages", "objective.batch_size",
+    "objective.grad_noise_std", "method.name", "method.lr", "method.updates", "method.batch_order",
+    "method.optimizer", "method.lr_schedule", "method.warmup", "delay.name",
+};
+
+void add_schedule_keys(const std::string& schedule, std::set<std::string>& read) {
+  const ScheduleInfo& s = schedule_info(schedule);
+  read.insert({"method.microbatches", "method.time_budget"});
+  if (s.accumulates) read.insert("method.accumulation");
+  if (s.replicated) read.insert({"method.replicas", "method.local_steps"});
+  if (s.chunked) read.insert("method.chunks");
+  for (const auto& spec : config_schema())
+    if (spec.key.rfind("costs.", 0) == 0) read.insert(spec.key);
+}
+
+// what reads `key`, for the message: "delay.name = constant, uniform, geometric"
+std::string readers_of(const std::string& key) {
+  std::string out;
+  auto add = [&](const std::string& what) { out += (out.empty() ? "" : ", ") + what; };
+  if (key.rfind("delay.", 0) == 0) {
+    for (const auto& e : DelayRegistry::entries())
+      for (const auto& k : e.keys)
+        if (k == key) add("delay.name = " + e.name);
+  } else if (key.rfind("objective.", 0) == 0) {
+    for (const auto& e : ObjectiveRegistry::entries()) {
+      for (const auto& k : e.keys)
+        if (k == key) add("objective.name = " + e.name);
+      for (const auto& g : e.generators)
+        for (const auto& k : g.keys)
+          if (k == key) add("objective.generator = " + g.name + " (" + e.name + ")");
+    }
+  } else if (key == "method.momentum") {
+    add("method.optimizer = momentum");
+  } else if (key == "method.beta1" || key == "method.beta2" || key == "method.eps" || key == "method.weight_decay") {
+    add("method.optimizer = adamw");
+  } else if (key == "method.lr_min") {
+    add("method.lr_schedule = cosine");
+  } else if (key.rfind("costs.", 0) == 0 || key == "method.microbatches") {
+    add("the schedule-driven methods and rpd over a schedule");
+  } else {
+    for (const auto& e : MethodRegistry::entries()) {
+      bool reads = std::find(e.keys.begin(), e.keys.end(), key) != e.keys.end();
+      if (e.kind == MethodKind::ScheduleDriven) {
+        std::set<std::string> r;
+        add_schedule_keys(e.schedule, r);
+        reads |= r.count(key) > 0;
+      }
+      if (reads) add(e.name);
+    }
+    if (!out.empty()) out = "method.name = " + out;
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) {
+  std::set<std::string> read = kAlwaysRead;
+  std::string chosen;
+  // the objective and its generator
+  const ObjectiveEntry& obj = objective_entry(cfg.get_string("objective.name"));
+  read.insert(obj.keys.begin(), obj.keys.end());
+  chosen = "objective.name = " + obj.name;
+  if (!obj.generators.empty()) {
+    const std::string& gen = cfg.get_string("objective.generator");
+    for (const auto& g : obj.generators)
+      if (g.name == gen) read.insert(g.keys.begin(), g.keys.end());
+    chosen += ", objective.generator = " + gen;
+  }
+  // the method, and what it runs over
+  const MethodEntry& m = method_entry(cfg.get_string("method.name"));
+  read.insert(m.keys.begin(), m.keys.end());
+  chosen += ", method.name = " + m.name;
+  if (m.kind == MethodKind::ScheduleDriven) add_schedule_keys(m.schedule, read);
+  if (m.kind == MethodKind::DelayDriven) {
+    const DelayEntry& d = delay_entry(cfg.get_string("delay.name"));
+    read.insert(d.keys.begin(), d.keys.end());
+    chosen += ", delay.name = " + d.name;
+    // rpd over a schedule: its delays, or its clock under a time budget
+    if (d.name == "schedule" || cfg.get_float("method.time_budget") > 0) {
+      read.insert("delay.schedule");
+      add_schedule_keys(cfg.get_string("delay.schedule"), read);
+    }
+  }
+  // the update rule and the step-size schedule
+  const std::string& opt = cfg.get_string("method.optimizer");
+  if (opt == "momentum") read.insert("method.momentum");
+  if (opt == "adamw") read.insert({"method.beta1", "method.beta2", "method.eps", "method.weight_decay"});
+  if (cfg.get_string("method.lr_schedule") == "cosine") read.insert("method.lr_min");
+
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& spec : config_schema()) {
+    if (spec.key.rfind("log.", 0) == 0 || read.count(spec.key) || !cfg.is_set(spec.key)) continue;
+    if (cfg.value_text(spec.key) == value_to_string(spec.fallback)) continue;  // at its default: changes nothing
+    out.emplace_back(spec.key, "is set but not read by this run (" + chosen + "); it applies to " + readers_of(spec.key));
+  }
+  return out;
+}
+
+void check_unread_keys(const Config& cfg) {
+  const auto unread = unread_keys(cfg);
+  if (!unread.empty()) config_error(unread.front().first, unread.front().second);
+}
+
+}  // namespace stale

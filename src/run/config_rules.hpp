@@ -1,0 +1,21 @@
+#pragma once
+// The rule that nothing is silently ignored: a key given explicitly (in the file, an override
+// or a sweep) that the chosen objective, generator, method, schedule, delay model or update
+// rule does not read is an error naming the key, what it applies to, and what was chosen.
+// A key given at its default value changes nothing and passes. The components' registries
+// say which keys each reads, so a new component brings its own keys.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/config/config.hpp"
+
+namespace stale {
+
+// the explicitly set keys (not at their default) that the run would not read, each with the
+// one-line reason
+std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg);
+// throws UserError for the first of them
+void check_unread_keys(const Config& cfg);
+
+}  // namespace stale
