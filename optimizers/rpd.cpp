@@ -98,12 +98,13 @@ std::unique_ptr<Method> make_rpd_method(const Config& cfg, MethodParams p, int s
   }
   ExecutorOptions o = ExecutorOptions::from_config(cfg, cfg.get_string("delay.schedule"));
   o.params.stages = stages / std::max(1, o.params.chunks);
-  auto sched_ptr = std::make_shared<const Schedule>(plan_schedule(o));
-  const Schedule& sched = *sched_ptr;
-  if (sched.replicas > 1) config_error("delay.schedule", "localsgd has one delay table per replica; RPD replays one model");
   SimOptions so;
   so.delay_table = replay;
-  auto sim_ptr = std::make_shared<const SimResult>(simulate(sched, o.costs, so));
+  const PlannedSchedule planned = planned_schedule(o, so);
+  auto sched_ptr = planned.schedule;
+  const Schedule& sched = *sched_ptr;
+  if (sched.replicas > 1) config_error("delay.schedule", "localsgd has one delay table per replica; RPD replays one model");
+  auto sim_ptr = planned.simulation;
   const SimResult& sim = *sim_ptr;
   const int64_t rows = static_cast<int64_t>(sim.updates.size());
   if (budget > 0) p.updates = rows;

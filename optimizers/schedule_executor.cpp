@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 #include <sstream>
+#include <list>
+#include <mutex>
 #include <unordered_map>
 
 #include "optimizers/sampling.hpp"
@@ -47,7 +49,7 @@ int64_t updates_of(const Schedule& s) {
 
 }  // namespace
 
-CostModel cost_model_from_config(const Config& cfg) {
+std::vector<std::string> cost_settings(const Config& cfg) {
   auto list = [&](const std::string& key) {
     std::string out;
     for (double v : cfg.get_floats(key)) {
@@ -65,13 +67,15 @@ CostModel cost_model_from_config(const Config& cfg) {
     return os.str();
   };
   const int64_t seed = cfg.get_int("costs.seed") >= 0 ? cfg.get_int("costs.seed") : cfg.get_int("seed");
+  return {"forward=" + list("costs.forward"), "backward=" + list("costs.backward"), "weight=" + list("costs.weight"),
+          "latency=" + num(cfg.get_float("costs.latency")), "jitter=" + num(cfg.get_float("costs.jitter")),
+          "straggler_prob=" + num(cfg.get_float("costs.straggler_prob")),
+          "straggler_slowdown=" + num(cfg.get_float("costs.straggler_slowdown")), "seed=" + std::to_string(seed)};
+}
+
+CostModel cost_model_from_config(const Config& cfg) {
   try {
-    return CostModel::parse({"forward=" + list("costs.forward"), "backward=" + list("costs.backward"),
-                             "weight=" + list("costs.weight"), "latency=" + num(cfg.get_float("costs.latency")),
-                             "jitter=" + num(cfg.get_float("costs.jitter")),
-                             "straggler_prob=" + num(cfg.get_float("costs.straggler_prob")),
-                             "straggler_slowdown=" + num(cfg.get_float("costs.straggler_slowdown")),
-                             "seed=" + std::to_string(seed)});
+    return CostModel::parse(cost_settings(cfg));
   } catch (const UserError& e) {
     throw UserError(std::string("config: [costs]: ") + e.what());
   }
@@ -95,6 +99,7 @@ ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::strin
   else if (cfg.get_int("method.chunks") != 0) config_error("method.chunks", "applies only to method.name = \"interleaved\"");
   if (o.params.chunks == 0 && info.chunked) o.params.chunks = 2;
   o.costs = cost_model_from_config(cfg);
+  for (const auto& c : cost_settings(cfg)) o.costs_key += c + ";";
   o.method = MethodParams::from_config(cfg);
   o.rule = UpdateRuleParams::from_config(cfg);
   o.lr_schedule = cfg.get_string("method.lr_schedule");
@@ -135,6 +140,35 @@ Schedule plan_schedule(const ExecutorOptions& opt) {
   return build_units(hi);
 }
 
+PlannedSchedule planned_schedule(const ExecutorOptions& opt, const SimOptions& so) {
+  // everything plan_schedule and simulate read
+  std::ostringstream key;
+  key << opt.schedule << '|' << opt.params.stages << ',' << opt.params.microbatches << ',' << opt.params.accumulation << ','
+      << opt.params.replicas << ',' << opt.params.local_steps << ',' << opt.params.chunks << '|' << opt.costs_key << '|'
+      << opt.method.updates << '|';
+  key.precision(17);
+  key << opt.time_budget << '|' << so.timeline << so.reads << so.updates << so.delay_table << so.delay_stats
+      << so.delay_pairs << ',' << so.steady_margin;
+  static std::mutex m;
+  static std::list<std::pair<std::string, PlannedSchedule>> recent;  // most recent first
+  constexpr size_t kKeep = 8;
+  {
+    std::lock_guard<std::mutex> lock(m);
+    for (auto it = recent.begin(); it != recent.end(); ++it)
+      if (it->first == key.str()) {
+        recent.splice(recent.begin(), recent, it);
+        return recent.front().second;
+      }
+  }
+  PlannedSchedule p;
+  p.schedule = std::make_shared<const Schedule>(plan_schedule(opt));
+  p.simulation = std::make_shared<const SimResult>(simulate(*p.schedule, opt.costs, so));
+  std::lock_guard<std::mutex> lock(m);
+  recent.emplace_front(key.str(), p);
+  if (recent.size() > kKeep) recent.pop_back();
+  return p;
+}
+
 namespace {
 
 // what one micro-batch carries between its ops
@@ -159,9 +193,10 @@ RunPlan ScheduleMethod::plan(const Objective& f) const {
     throw UserError("config: objective.stages = " + std::to_string(J) + " must be a multiple of method.chunks = " +
                     std::to_string(chunks));
   opt.params.stages = J / chunks;
-  auto schedule = std::make_shared<const Schedule>(plan_schedule(opt));
+  PlannedSchedule planned = planned_schedule(opt, SimOptions{});
+  auto schedule = planned.schedule;
+  auto sim = planned.simulation;
   STALE_CHECK(schedule->blocks() == J, "schedule blocks = objective blocks");
-  auto sim = std::make_shared<const SimResult>(simulate(*schedule, opt.costs, SimOptions{}));
   RunPlan pl;
   pl.executes_schedule = true;
   pl.delay_bound = sim->delays.max_overall();

@@ -17,7 +17,9 @@
 // so executing ops in the simulator's serial order is exact. Block updates are numbered
 // k = 0, 1, … in that order; metrics see the model after each update (the replica average
 // for LocalSGD) and the simulated time at the update's end.
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "optimizers/method.hpp"
 #include "optimizers/update_rule.hpp"
@@ -40,17 +42,29 @@ struct ExecutorOptions {
   double lr_min = 0;
   int64_t warmup = 0;
   double time_budget = 0;       // > 0: run every micro-batch whose timeline fits
+  std::string costs_key;        // the [costs] settings as text: identifies `costs` in a plan cache
 
   // method.*, [costs] and objective.stages of a config, for the named schedule
   static ExecutorOptions from_config(const Config& cfg, const std::string& schedule);
 };
 
-// [costs] of a config as a cost model (costs.seed = −1 takes the base seed)
+// [costs] of a config as a cost model (costs.seed = −1 takes the base seed), and as the
+// settings text it is parsed from
 CostModel cost_model_from_config(const Config& cfg);
+std::vector<std::string> cost_settings(const Config& cfg);
 
 // The schedule with its micro-batch count resolved: the largest M whose makespan fits
 // time_budget, else the smallest M whose updates reach K (or params.microbatches if set).
 Schedule plan_schedule(const ExecutorOptions& opt);
+
+// plan_schedule and its simulation, shared: runs of an in-process sweep that differ only in
+// γ, the seed of their data or the update rule plan the same schedule once (a small cache of
+// the most recent plans; planning an E4 run at S = 128 costs more than running it)
+struct PlannedSchedule {
+  std::shared_ptr<const Schedule> schedule;
+  std::shared_ptr<const SimResult> simulation;
+};
+PlannedSchedule planned_schedule(const ExecutorOptions& opt, const SimOptions& sim_options);
 
 class ScheduleMethod final : public Method {
  public:
