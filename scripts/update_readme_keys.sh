@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Regenerates the config-key table in README.md (between the KEYS markers) from the schema
-# (`stale keys --markdown`); tests/cli checks that the README names every key.
+# Regenerates the config-key table (KEYS markers, `stale keys --markdown`) and the component
+# table (COMPONENTS markers, `stale list --markdown`) in README.md; tests/cli checks both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${STALE_BIN:-build/stale}
 table=$("$bin" keys --markdown)
-python3 - "$table" <<'PY'
+components=$("$bin" list --markdown)
+python3 - "$table" "$components" <<'PY'
 import sys, re
-table = sys.argv[1]
+table, components = sys.argv[1], sys.argv[2]
 text = open("README.md").read()
-new = re.sub(r"(<!-- KEYS:BEGIN.*?-->\n).*?(<!-- KEYS:END -->)", lambda m: m.group(1) + table + "\n" + m.group(2), text, flags=re.S)
-open("README.md", "w").write(new)
+for marker, body in (("KEYS", table), ("COMPONENTS", components)):
+    text = re.sub(r"(<!-- " + marker + r":BEGIN.*?-->\n).*?(<!-- " + marker + r":END -->)",
+                  lambda m: m.group(1) + body + "\n" + m.group(2), text, flags=re.S)
+open("README.md", "w").write(text)
 PY
-echo "README.md key table updated" >&2
+echo "README.md key and component tables updated" >&2

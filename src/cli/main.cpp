@@ -6,6 +6,7 @@
 
 #include "src/backend/backend.hpp"
 #include "src/cli/keys_command.hpp"
+#include "src/cli/list_command.hpp"
 #include "src/cli/sample_command.hpp"
 #include "src/cli/schedule_command.hpp"
 #include "src/cli/sweep_command.hpp"
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   add_schedule_command(app);
   add_sweep_command(app);
   add_sample_command(app);
+  add_list_command(app);
 
   try {
     app.parse(argc, argv);
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("schedule")) return run_schedule_command();
     if (app.got_subcommand("sweep")) return run_sweep_command();
     if (app.got_subcommand("sample")) return run_sample_command();
+    if (app.got_subcommand("list")) return run_list_command();
     return run_keys_command();
   } catch (const UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

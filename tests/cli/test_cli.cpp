@@ -124,6 +124,31 @@ TEST_CASE("InfoReportsVersionBackendsAndThreads") {
   CHECK(out.find("backends: cpu") != std::string::npos);
 }
 
+TEST_CASE("ReadmeComponentTableIsTheRegistries") {
+  // every registered method, delay model, objective and schedule, as `stale list --markdown`
+  // prints it from the registries (regenerate with scripts/update_readme_keys.sh)
+  std::string table;
+  REQUIRE(test::run_command(test::stale_bin() + " list --markdown", table) == 0);
+  std::ifstream in(std::string(STALE_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto begin = readme.find("<!-- COMPONENTS:BEGIN");
+  const auto end = readme.find("<!-- COMPONENTS:END -->");
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const auto body_start = readme.find('\n', begin) + 1;
+  CHECK(readme.substr(body_start, end - body_start) == table);
+  for (const char* name : {"rpd", "pipedream", "paci", "localsgd", "uniform", "schedule", "quadratic", "charlm", "zb-h1"})
+    CHECK(table.find(std::string("`") + name + "`") != std::string::npos);
+}
+
+TEST_CASE("ErrorMessagesListTheRegisteredNames") {
+  std::string out;
+  CHECK(test::run_command(test::stale_bin() + " run /dev/null method.name=nosuch", out) == 2);
+  for (const char* name : {"rpd", "pipedream", "paci", "zb-h1", "2bw"}) CHECK(out.find(name) != std::string::npos);
+  CHECK(test::run_command(test::stale_bin() + " run /dev/null delay.name=nosuch", out) == 2);
+  for (const char* name : {"zero", "uniform", "geometric", "table", "schedule"}) CHECK(out.find(name) != std::string::npos);
+}
+
 TEST_CASE("ReadmeDocumentsEveryConfigKey") {
   std::string keys;
   REQUIRE(test::run_command(test::stale_bin() + " keys", keys) == 0);

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The dependency rule of the architecture (README "Architecture"), checked on the code's own
+#include lines: each folder may include headers only from the folders listed for it, so the
+dependencies point one way
+
+    core <- config <- {backend, pipeline} <- io <- {objectives, delays} <- optimizers <- run <- cli
+
+(objectives and delays never include each other; optimizers never include io). Exit 1 and one
+line per violation, naming the file, the line and the folder it may not include. Run by ctest.
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BELOW = {
+    "src/core": set(),
+    "src/config": {"src/core"},
+    "src/backend": {"src/core", "src/config"},
+    "src/pipeline": {"src/core", "src/config"},
+    "src/io": {"src/core", "src/config", "src/pipeline"},
+    "objectives": {"src/core", "src/config", "src/backend", "src/io"},
+    "delays": {"src/core", "src/config", "src/pipeline", "src/io"},
+    "optimizers": {"src/core", "src/config", "src/backend", "src/pipeline", "objectives", "delays"},
+    "src/run": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers"},
+    "src/cli": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers",
+                "src/run"},
+}
+
+
+def layer_of(path):
+    rel = path.as_posix()
+    for layer in sorted(BELOW, key=len, reverse=True):
+        if rel == layer or rel.startswith(layer + "/"):
+            return layer
+    return None
+
+
+def main():
+    bad = []
+    include = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+    for layer in BELOW:
+        for f in sorted((ROOT / layer).rglob("*")):
+            if f.suffix not in (".hpp", ".cpp", ".cu", ".cuh", ".in"):
+                continue
+            for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+                m = include.match(line)
+                if not m:
+                    continue
+                target = layer_of(Path(m.group(1)))
+                if target is None or target == layer or target in BELOW[layer]:
+                    continue
+                bad.append(f"{f.relative_to(ROOT)}:{n}: {layer} may not include {m.group(1)} ({target} is not below it)")
+    for b in bad:
+        print(b)
+    print(f"check_layers: {len(bad)} violation(s)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
