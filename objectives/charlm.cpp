@@ -1,6 +1,7 @@
 #include "objectives/charlm.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <sstream>
 
@@ -205,9 +206,16 @@ std::unique_ptr<Objective> make_charlm(const Config& cfg, BackendKind backend) {
   auto data = charlm_data_from_config(cfg, B, T);
   const CharLmShape sh = charlm_shape_from_config(cfg, data->text().vocab_size());
   const bool f32 = cfg.get_string("precision") == "float32";
-  if (backend == BackendKind::Cuda) return make_charlm_cuda(data, sh, f32);
-  if (f32) return std::make_unique<CharLmCpu<float>>(data, sh);
-  return std::make_unique<CharLmCpu<double>>(data, sh);
+  std::unique_ptr<Objective> f;
+  if (backend == BackendKind::Cuda) f = make_charlm_cuda(data, sh, f32);
+  else if (f32) f = std::make_unique<CharLmCpu<float>>(data, sh);
+  else f = std::make_unique<CharLmCpu<double>>(data, sh);
+  std::string file = cfg.get_string("objective.data");
+  if (file.empty()) file = "tinyshakespeare.txt";
+  f->set_data_file(std::filesystem::absolute(resolve_data_file(file, cfg.get_string("objective.data_dir")))
+                       .lexically_normal()
+                       .string());
+  return f;
 }
 
 namespace {

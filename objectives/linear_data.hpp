@@ -20,6 +20,7 @@ struct LinearData {
   Vec weight;                 // n sample weights c_i
   std::vector<Index> batch_offsets;  // M + 1 row offsets; batch m = rows [off[m], off[m+1])
   std::string description;    // e.g. "random n=600 d=512" or the data file path
+  std::string source_path;    // the data file read, resolved ("" for generated data)
   std::optional<Vec> w_true;  // the generating weights, when known
   Index n() const { return X.rows(); }
   Index d() const { return X.cols(); }

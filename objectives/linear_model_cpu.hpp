@@ -41,6 +41,7 @@ class LinearModelCpu final : public Objective {
   void value_grad_many(const Mat& Z, Mat& G, Vec& values) const override;
 
   std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const override;
+  bool cheap_exact_metrics() const override { return true; }
 
   const LinearData& data() const { return *data_; }
   double l2() const { return l2_; }

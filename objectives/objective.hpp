@@ -106,6 +106,14 @@ class Objective {
   // one line for the run file's /objective description ("" = the data generator's name)
   virtual std::string description() const { return ""; }
 
+  // the data file this objective read ("" for generated data), resolved; the run file records
+  // it with its size and SHA-256
+  const std::string& data_file() const { return data_file_; }
+  void set_data_file(std::string path) { data_file_ = std::move(path); }
+  // whether the exact ‖∇f(w_k)‖² at every update is cheap (a tracker moves it per block
+  // change): log.exact_mean = "auto" follows it
+  virtual bool cheap_exact_metrics() const { return false; }
+
   // backend and precision this instance evaluates with
   virtual std::string backend() const { return "cpu"; }
   virtual std::string precision() const { return "float64"; }
@@ -113,6 +121,7 @@ class Objective {
  protected:
   BlockPartition blocks_;
   ObjectiveConstants constants_;
+  std::string data_file_;
 };
 
 }  // namespace stale

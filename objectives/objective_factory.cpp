@@ -1,6 +1,7 @@
 #include "objectives/objective_factory.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "objectives/objective_registry.hpp"
 #include "objectives/data/libsvm.hpp"
@@ -27,6 +28,7 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
   if (gen == "libsvm") {
     const std::string path = resolve_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"));
     *data = load_libsvm(path);
+    data->source_path = std::filesystem::absolute(path).lexically_normal().string();
   } else {
     if (gen == "random") *data = make_random_least_squares(n, d, seed);
     else if (gen == "nesterov") *data = make_nesterov_least_squares(n, d, cfg.get_float("objective.mu"), seed);
@@ -76,9 +78,12 @@ std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind 
     f->set_constants(constants);
     cpu = std::move(f);
   }
+  cpu->set_data_file(data->source_path);
   if (backend == BackendKind::Cpu) return cpu;
   const Precision prec = cfg.get_string("precision") == "float32" ? Precision::Float32 : Precision::Float64;
-  return make_linear_model_cuda(data, S, l2, logistic ? LinearLoss::Logistic : LinearLoss::Squared, prec, constants);
+  auto gpu = make_linear_model_cuda(data, S, l2, logistic ? LinearLoss::Logistic : LinearLoss::Squared, prec, constants);
+  gpu->set_data_file(data->source_path);
+  return gpu;
 }
 
 const bool quadratic = ObjectiveRegistry::add(

@@ -8,16 +8,12 @@ start=$(date +%s)
 bash scripts/setup.sh
 bash scripts/build.sh
 out=runs/main_rpd_delays
-mkdir -p "$out" results
-for delta in 0 8 60 420; do
-  for seed in 0 1 2; do
-    build/stale run experiments/main_rpd_delays.toml delay.max=$delta seed=$seed -q \
-      --out "$out/delta${delta}_seed${seed}.h5"
-  done
-done
-python3 scripts/plot_runs.py "$out"/*.h5 --group-by delay.max --label "δ" \
-  --title "RPD, random least squares (d=512, S=8, γ=2^-6), median and range over 3 seeds" \
+mkdir -p results
+# the 12 runs in one in-process sweep (a rerun reuses finished runs)
+build/stale sweep experiments/main_rpd_delays_sweep.toml -q --out "$out"
+python3 scripts/plot_runs.py "$out"/runs/*.h5 --group-by delay.max --label "δ" \
+  --title 'RPD, random least squares (d=512, S=8, $\gamma=2^{-6}$), median and range over 3 seeds' \
   -o results/main_rpd_delays.png
-python3 scripts/summarize_runs.py "$out"/*.h5 --group-by delay.max \
+python3 scripts/summarize_runs.py "$out"/runs/*.h5 --group-by delay.max \
   --command "bash scripts/main.sh" -o results/main_rpd_delays.md
 echo "main.sh: done in $(( $(date +%s) - start )) s" >&2

@@ -76,9 +76,6 @@ std::string resolve_data_file(const std::string& file, const std::string& data_d
   std::vector<std::string> dirs;
   if (!data_dir.empty()) dirs.push_back(data_dir);
   if (const char* env = std::getenv("STALE_DATA_DIR")) dirs.push_back(env);
-#ifdef STALE_SOURCE_ROOT
-  dirs.push_back(std::string(STALE_SOURCE_ROOT) + "/../shared/data");
-#endif
   dirs.push_back("../shared/data");
   dirs.push_back("data");
   dirs.push_back(".");

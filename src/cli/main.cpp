@@ -42,13 +42,14 @@ int cmd_info() {
 }
 
 int cmd_run(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& out,
-            bool quiet) {
+            bool quiet, bool force) {
   Config cfg = Config::from_file(config_path);
   for (const auto& o : overrides) cfg.apply_override(o);
-  const RunResult r = run_experiment(cfg, out, !quiet && cfg.get_bool("log.progress"));
+  const RunResult r = run_experiment(cfg, out, !quiet && cfg.get_bool("log.progress"), nullptr, force);
   std::printf("%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e wall=%.2fs\n", r.path.c_str(),
               r.status.c_str(), static_cast<long long>(r.updates), r.last.subopt, r.grad_norm_sq_mean, r.last.bound,
               r.wall_seconds);
+  if (!r.message.empty()) std::fprintf(stderr, "diverged: %s\n", r.message.c_str());
   return 0;
 }
 
@@ -61,11 +62,12 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run one configuration and write its HDF5 run file");
   std::string config_path, out;
   std::vector<std::string> overrides;
-  bool quiet = false;
+  bool quiet = false, force = false;
   run->add_option("config", config_path, "TOML config file")->required();
   run->add_option("overrides", overrides, "key=value overrides, e.g. method.lr=0.01 delay.max=60");
   run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>.h5)");
   run->add_flag("--quiet,-q", quiet, "no progress on stderr");
+  run->add_flag("--force", force, "replace a finished run file at the output path");
 
   app.add_subcommand("info", "version, git sha, backends, OpenMP threads, CUDA devices");
   add_keys_command(app);
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet);
+    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force);
     if (app.got_subcommand("info")) return cmd_info();
     if (app.got_subcommand("schedule")) return run_schedule_command();
     if (app.got_subcommand("sweep")) return run_sweep_command();

@@ -9,6 +9,7 @@ namespace stale {
 namespace {
 struct Args {
   std::string file, out, shard = "0/1";
+  std::vector<std::string> overrides;
   int jobs = 0;
   bool dry_run = false, index_only = false, quiet = false, isolate = false;
 } g;
@@ -16,7 +17,8 @@ struct Args {
 
 void add_sweep_command(CLI::App& app) {
   auto* s = app.add_subcommand("sweep", "run a grid of configs (resumable, parallel, shardable) and index the results");
-  s->add_option("sweep", g.file, "sweep TOML file (base, [set], [grid], [zip], epsilon)")->required();
+  s->add_option("sweep", g.file, "sweep TOML file (base, [set], [grid], [zip], epsilon, unread)")->required();
+  s->add_option("overrides", g.overrides, "key=value settings applied to every run, like [set] (e.g. method.updates=400)");
   s->add_option("--jobs,-j", g.jobs, "runs at once (default: one per core)")->check(CLI::Range(1, 1024));
   s->add_flag("--isolate", g.isolate,
               "run each grid point in its own `stale run` process (crash isolation; slower: start-up, data and "
@@ -29,7 +31,7 @@ void add_sweep_command(CLI::App& app) {
 }
 
 int run_sweep_command() {
-  const Sweep sw = load_sweep(g.file);
+  const Sweep sw = load_sweep(g.file, g.overrides);
   SweepOptions o;
   o.out_dir = g.out;
   o.jobs = g.jobs;

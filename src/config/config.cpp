@@ -1,5 +1,8 @@
 #include "src/config/config.hpp"
 
+#include <charconv>
+#include <cmath>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -114,6 +117,9 @@ ConfigValue convert(const KeySpec& s, const toml::node& node, const std::string&
       throw wrong(describe(node));
     case KeyType::String: {
       auto str = node.as_string();
+      const auto choices_here = choices_of(s);
+      const bool tristate = std::find(choices_here.begin(), choices_here.end(), "true") != choices_here.end();
+      if (!str && tristate && node.as_boolean()) return std::string(node.as_boolean()->get() ? "true" : "false");
       if (!str) throw wrong(describe(node));
       const std::string v = str->get();
       const auto choices = choices_of(s);
@@ -183,6 +189,12 @@ std::vector<std::string> choices_of(const KeySpec& spec) {
   return it != choice_sources().end() ? it->second() : spec.choices;
 }
 
+const KeySpec& require_key(const std::string& key, const std::string& origin) {
+  const KeySpec* spec = find_key(key);
+  if (!spec) unknown_key(key, origin);
+  return *spec;
+}
+
 const KeySpec* find_key(const std::string& key) {
   for (const auto& s : config_schema())
     if (s.key == key) return &s;
@@ -201,16 +213,30 @@ std::string type_name(const KeySpec& s) {
   return "?";
 }
 
+namespace {
+// the shortest text that reads back as the same double (0.9, not 0.90000000000000002), kept a
+// TOML float
+std::string float_text(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, x);
+  std::string t(buf, res.ptr);
+  if (t.find_first_of(".eE") == std::string::npos) t += ".0";
+  return t;
+}
+}  // namespace
+
 std::string value_to_string(const ConfigValue& v) {
   std::ostringstream os;
-  os.precision(17);
   std::visit([&](const auto& x) {
     using T = std::decay_t<decltype(x)>;
     if constexpr (std::is_same_v<T, std::string>) os << toml_quote(x);
     else if constexpr (std::is_same_v<T, bool>) os << (x ? "true" : "false");
+    else if constexpr (std::is_same_v<T, double>) os << float_text(x);
     else if constexpr (std::is_same_v<T, std::vector<double>>) {
       os << "[";
-      for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << x[i];
+      for (size_t i = 0; i < x.size(); ++i) os << (i ? ", " : "") << float_text(x[i]);
       os << "]";
     } else os << x;
   }, v);

@@ -36,6 +36,8 @@ const std::vector<KeySpec>& config_schema();
 std::vector<std::string> choices_of(const KeySpec& spec);
 bool set_choice_source(const std::string& key, std::vector<std::string> (*names)());
 const KeySpec* find_key(const std::string& key);
+// the key's spec, or a UserError "ORIGIN: unknown config key 'KEY' (did you mean …?)"
+const KeySpec& require_key(const std::string& key, const std::string& origin);
 std::string type_name(const KeySpec& spec);
 std::string value_to_string(const ConfigValue& v);
 

@@ -113,8 +113,15 @@ const std::vector<KeySpec>& config_schema() {
 
       Int("log.every", 1, "metrics cadence in block updates", 1),
       Int("log.iterates_every", -1, "iterate snapshot cadence in block updates; -1 = every logged step when d <= 4096, else every 16th; 0 = none", -1),
-      Bool("log.exact_mean", true,
-           "evaluate ‖∇f(w_k)‖² at every update for the running mean the bound is checked against (false: only at logged steps)"),
+      Str("log.exact_mean", "auto",
+          "running mean of ‖∇f(w_k)‖² for the bound: true = exact at every update, false = sampled at logged steps; "
+          "auto = true where a tracker makes it cheap (the linear models), false otherwise (charlm: exact costs a "
+          "full-data gradient per update, 13× the run)",
+          {"auto", "true", "false"}),
+      Float("log.divergence", 1e6,
+            "a run is diverged (status \"diverged\", it stops) when f − f_* (the loss when f_* is unknown) exceeds this "
+            "multiple of its start value, or is not finite; 0 = only when not finite",
+            0.0),
       Bool("log.delays", true, "write the K × S delay table /delays while K·S ≤ 10^7 (the per-block summary is always written)"),
       Str("log.out", "", "run file path; empty = runs/<config name>.h5 (the CLI's --out wins)"),
       Bool("log.progress", true, "progress lines on stderr"),

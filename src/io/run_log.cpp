@@ -108,6 +108,13 @@ void RunLog::write_objective(const std::string& name, int64_t n, int64_t d, cons
   h5::write_attr(g.id(), "description", description);
 }
 
+void RunLog::write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) {
+  auto g = h5::open_group(impl_->file.id(), "objective");
+  h5::write_attr(g.id(), "data_path", path);
+  h5::write_attr(g.id(), "data_bytes", bytes);
+  h5::write_attr(g.id(), "data_sha256", sha256);
+}
+
 void RunLog::append_metrics(const MetricsRow& row) {
   impl_->rows.push_back(row);
   if (impl_->rows.size() >= kChunk) flush();

@@ -46,6 +46,8 @@ class RunLog {
                   const std::string& precision);
   void write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes, double L,
                        double mu, double f_star, int64_t batches, const std::string& description);
+  // the data file the objective read: resolved path, size and SHA-256 (attributes of /objective)
+  void write_data_record(const std::string& path, int64_t bytes, const std::string& sha256);
   void append_metrics(const MetricsRow& row);
   void append_iterate(int64_t k, const Vec& w);
   // delays of update k (one per block); kept as a K × S table, or summarised when too big

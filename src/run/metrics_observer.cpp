@@ -1,6 +1,7 @@
 #include "src/run/metrics_observer.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 namespace stale {
 
@@ -18,6 +19,7 @@ void MetricsObserver::on_start(const Vec& w0) {
   current_loss_ = tracker_->value();
   current_gns_ = tracker_->gradient().squaredNorm();
   delta0_ = current_loss_ - f_star_;
+  start_value_ = std::isfinite(f_star_) ? delta0_ : current_loss_;
   k_ = 0;
   UpdateEvent e0;
   record(e0, w0);
@@ -43,12 +45,33 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
     current_gns_ = tracker_->gradient().squaredNorm();
     current_fresh_ = true;
     if (!opt_.exact_mean) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;  // sampled mean
-    if (!std::isfinite(current_loss_) || !std::isfinite(current_gns_) || !std::isfinite(e.grad_norm)) diverged_ = true;
+    check_divergence(e.grad_norm);
   } else if (!std::isfinite(e.grad_norm)) {
     diverged_ = true;
+    reason_ = "the block gradient became non-finite at k = " + std::to_string(k_);
   }
   last_event_ = e;
   if (on_cadence || diverged_) record(e, w);
+}
+
+void MetricsObserver::check_divergence(double grad_norm) {
+  if (diverged_) return;
+  if (!std::isfinite(current_loss_) || !std::isfinite(current_gns_) || !std::isfinite(grad_norm)) {
+    diverged_ = true;
+    reason_ = "the loss or gradient became non-finite at k = " + std::to_string(k_);
+    return;
+  }
+  if (opt_.divergence <= 0) return;
+  const bool known = std::isfinite(f_star_);
+  const double now = known ? current_loss_ - f_star_ : current_loss_;
+  const double limit = opt_.divergence * std::max(1.0, std::abs(start_value_));
+  if (now > limit) {
+    diverged_ = true;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s = %.3e exceeded log.divergence = %g times its start value %.3e at k = %lld",
+                  known ? "f - f*" : "the loss", now, opt_.divergence, start_value_, static_cast<long long>(k_));
+    reason_ = buf;
+  }
 }
 
 MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {

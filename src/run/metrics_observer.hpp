@@ -7,7 +7,8 @@
 //
 // with exact L and f_* from the objective and δ from the delay model. An IterateTracker
 // keeps f and ∇f current under block changes, so metrics every update stay cheap.
-// A non-finite loss or gradient stops the run (status "diverged").
+// A non-finite loss or gradient, or f − f_* far above its start, stops the run (status
+// "diverged").
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -24,6 +25,9 @@ struct MetricsOptions {
   double lr = 0;
   int64_t delta = 0;
   int64_t updates = 0;
+  // diverged when f − f_* (the loss when f_* is unknown) exceeds divergence × max(start, 1),
+  // or is not finite; 0: only when not finite
+  double divergence = 1e6;
 };
 
 class MetricsObserver final : public RunObserver {
@@ -37,6 +41,8 @@ class MetricsObserver final : public RunObserver {
   bool should_stop() const override { return diverged_; }
 
   bool diverged() const { return diverged_; }
+  // why the run was declared diverged (empty when it was not)
+  const std::string& divergence_reason() const { return reason_; }
   const MetricsRow& last() const { return last_; }
   double delta0() const { return delta0_; }
   double G() const { return G_; }
@@ -55,9 +61,12 @@ class MetricsObserver final : public RunObserver {
   std::function<void(const MetricsRow&)> progress_;
   std::unique_ptr<IterateTracker> tracker_;
   double f_star_, L_;
+  double start_value_ = 0;
   double delta0_ = 0, G_ = 0, grad_sq_sum_ = 0, current_gns_ = 0, current_loss_ = 0;
   int64_t k_ = 0, last_logged_ = -1, logged_rows_ = 0, iterate_stride_ = 1;
   bool diverged_ = false;
+  std::string reason_;
+  void check_divergence(double grad_norm);
   bool current_fresh_ = true;
   MetricsRow last_;
   UpdateEvent last_event_;

@@ -9,6 +9,8 @@
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
+#include "src/core/error.hpp"
+#include "src/core/sha256.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/run/metrics_observer.hpp"
 
@@ -21,7 +23,7 @@ std::string default_run_path(const Config& cfg) {
 }
 
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
-                         std::shared_ptr<const Objective> objective) {
+                         std::shared_ptr<const Objective> objective, bool overwrite) {
   const auto t0 = std::chrono::steady_clock::now();
   check_unread_keys(cfg);  // nothing the user set is silently ignored
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
@@ -34,6 +36,13 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
 
   RunResult res;
   res.path = out_path.empty() ? default_run_path(cfg) : out_path;
+  if (!overwrite && std::filesystem::exists(res.path))
+    throw UserError(res.path + ": a finished run file is already there; use --force to replace it, or another --out");
+  const auto& constants = f->constants();
+  if (progress && std::isfinite(constants.L) && cfg.get_float("method.lr") > 1.0 / constants.L)
+    std::fprintf(stderr,
+                 "warning: method.lr = %g exceeds 1/L = %.3g: the bound of theory.md §3 assumes γ ≤ 1/L and does not apply\n",
+                 cfg.get_float("method.lr"), 1.0 / constants.L);
   // K·S as a quotient, so that an absurd K cannot overflow the product
   const bool keep_table = cfg.get_bool("log.delays") && K <= RunLog::kMaxDelayEntries / f->stages();
   RunLog log(res.path, f->dim(), f->stages(), keep_table);
@@ -49,11 +58,18 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     const auto& c = f->constants();
     const std::string desc = f->description().empty() ? cfg.get_string("objective.generator") : f->description();
     log.write_objective(f->name(), f->num_samples(), f->dim(), sizes, c.L, c.mu, c.f_star, f->num_batches(), desc);
+    if (!f->data_file().empty()) {
+      uint64_t bytes = 0;
+      const std::string sha = sha256_file(f->data_file(), &bytes);
+      log.write_data_record(f->data_file(), static_cast<int64_t>(bytes), sha);
+    }
 
     MetricsOptions opt;
     opt.every = every;
     opt.iterates_every = cfg.get_int("log.iterates_every");
-    opt.exact_mean = cfg.get_bool("log.exact_mean");
+    const std::string& exact = cfg.get_string("log.exact_mean");
+    opt.exact_mean = exact == "true" || (exact == "auto" && f->cheap_exact_metrics());
+    opt.divergence = cfg.get_float("log.divergence");
     opt.lr = cfg.get_float("method.lr");
     opt.delta = plan.delay_bound;
     opt.updates = K;
@@ -68,9 +84,12 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
       last_print = now;
       // f_* unknown (the transformer): show the loss itself
       const bool known = std::isfinite(r.subopt);
-      std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  %s=%.3e  |grad f|^2=%.3e  %.1fs%s", tty ? "\r" : "",
-                   tag.c_str(), static_cast<long long>(r.k), static_cast<long long>(K), 100.0 * r.k / K,
-                   known ? "f-f*" : "loss", known ? r.subopt : r.loss, r.grad_norm_sq, r.wall, tty ? "   " : "\n");
+      const double rate = r.wall > 0 ? static_cast<double>(r.k) / r.wall : 0.0;
+      const double eta = rate > 0 ? static_cast<double>(K - r.k) / rate : 0.0;
+      std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  %s=%.3e  |grad f|^2=%.3e  %.1fs  %.3g updates/s  eta %.0fs%s",
+                   tty ? "\r" : "", tag.c_str(), static_cast<long long>(r.k), static_cast<long long>(K),
+                   100.0 * static_cast<double>(r.k) / static_cast<double>(K), known ? "f-f*" : "loss",
+                   known ? r.subopt : r.loss, r.grad_norm_sq, r.wall, rate, eta, tty ? "   " : "\n");
       std::fflush(stderr);
     };
     MetricsObserver obs(*f, &log, opt, progress_fn);
@@ -112,8 +131,8 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     res.updates = obs.updates_done();
     res.final_w = w;
     res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log.finish(res.status, res.wall_seconds,
-               obs.diverged() ? "loss or gradient became non-finite at k = " + std::to_string(obs.updates_done()) : "");
+    log.finish(res.status, res.wall_seconds, obs.divergence_reason());
+    res.message = obs.divergence_reason();
   } catch (...) {
     log.abort();
     throw;

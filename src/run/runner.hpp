@@ -15,6 +15,7 @@ namespace stale {
 struct RunResult {
   std::string path;
   std::string status;  // ok | diverged
+  std::string message;  // why it diverged
   MetricsRow last;
   double grad_norm_sq_mean = 0;
   double G = 0;
@@ -27,7 +28,8 @@ struct RunResult {
 std::string default_run_path(const Config& cfg);
 // `objective`: the objective the config describes, when the caller already built it (an
 // in-process sweep shares one between runs that read the same data); null = build it here
+// `overwrite`: replace a finished run file at the same path (otherwise that is an error)
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
-                         std::shared_ptr<const Objective> objective = nullptr);
+                         std::shared_ptr<const Objective> objective = nullptr, bool overwrite = false);
 
 }  // namespace stale

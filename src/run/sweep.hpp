@@ -46,7 +46,8 @@ struct Sweep {
   std::vector<SweepRun> runs;
 };
 
-Sweep load_sweep(const std::string& path);
+// `overrides`: key=value settings from the command line, applied like [set] (after it)
+Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides = {});
 // the same run hash for the same resolved config, whatever the key order that produced it
 std::string config_hash(const Config& cfg);
 

@@ -79,7 +79,7 @@ std::string config_hash(const Config& cfg) {
   return buf;
 }
 
-Sweep load_sweep(const std::string& path) {
+Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
   std::ifstream in(path);
   if (!in) throw UserError(path + ": cannot open sweep file");
   toml::table tbl;
@@ -127,7 +127,7 @@ Sweep load_sweep(const std::string& path) {
 
   std::vector<std::vector<std::string>> grid_values;
   for (const auto& [key, node] : grid) {
-    if (!find_key(key)) throw UserError(path + ": [grid] key '" + key + "' is not a config key (see `stale keys`)");
+    require_key(key, path + ": [grid]");
     auto arr = node->as_array();
     if (!arr || arr->empty()) throw UserError(path + ": [grid] " + key + " must be a non-empty array");
     std::vector<std::string> vals;
@@ -138,7 +138,7 @@ Sweep load_sweep(const std::string& path) {
   size_t zip_len = 0;
   std::vector<std::vector<std::string>> zip_values;
   for (const auto& [key, node] : zip) {
-    if (!find_key(key)) throw UserError(path + ": [zip] key '" + key + "' is not a config key (see `stale keys`)");
+    require_key(key, path + ": [zip]");
     auto arr = node->as_array();
     if (!arr || arr->empty()) throw UserError(path + ": [zip] " + key + " must be a non-empty array");
     if (zip_len && arr->size() != zip_len)
@@ -154,7 +154,17 @@ Sweep load_sweep(const std::string& path) {
     if (std::count(sw.axes.begin(), sw.axes.end(), a) > 1) throw UserError(path + ": key '" + a + "' appears twice");
 
   Config fixed = base_cfg;
-  for (const auto& [key, node] : set) fixed.apply_override(key + "=" + scalar_text(*node, path + ": [set] " + key));
+  for (const auto& [key, node] : set) {
+    require_key(key, path + ": [set]");
+    fixed.apply_override(key + "=" + scalar_text(*node, path + ": [set] " + key));
+  }
+  // command-line key=value: like [set], applied after it; an axis key cannot be overridden
+  for (const auto& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (std::find(sw.axes.begin(), sw.axes.end(), key) != sw.axes.end())
+      throw UserError("override '" + o + "': " + key + " is an axis of " + path + "; shrink its list in the sweep file");
+    fixed.apply_override(o);
+  }
 
   // odometer over the grid (last key fastest), then the zip index
   std::vector<size_t> idx(grid_values.size(), 0);
