@@ -1,6 +1,7 @@
 #include "objectives/objective_factory.hpp"
 
 #include "objectives/charlm.hpp"
+#include "objectives/data/data_file.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/linear_constants.hpp"
 #include "objectives/linear_model_cpu.hpp"
@@ -15,15 +16,18 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
   const Index n = cfg.get_int("objective.samples"), d = cfg.get_int("objective.dim");
   const uint64_t seed = static_cast<uint64_t>(cfg.get_int("seed"));
   const bool quad_gen = gen == "random" || gen == "nesterov" || gen == "spectrum";
-  if (name == "quadratic" && !quad_gen)
-    config_error("objective.generator", "\"" + gen + "\" is not a quadratic generator; choose one of: random, nesterov, spectrum");
+  if (name == "quadratic" && !quad_gen && gen != "file")
+    config_error("objective.generator", "\"" + gen + "\" is not a quadratic generator; choose one of: random, nesterov, spectrum, file");
   if (name == "logistic" && quad_gen)
-    config_error("objective.generator", "\"" + gen + "\" is not a logistic generator; choose one of: synthetic, libsvm");
+    config_error("objective.generator", "\"" + gen + "\" is not a logistic generator; choose one of: synthetic, libsvm, file");
 
   auto data = std::make_shared<LinearData>();
   if (gen == "libsvm") {
     const std::string path = resolve_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"));
     *data = load_libsvm(path);
+  } else if (gen == "file") {  // the user's own X, y: .npz, .npy pair, HDF5, CSV or LIBSVM
+    *data = load_linear_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"),
+                                  cfg.get_string("objective.label_column"), name == "logistic");
   } else {
     if (gen == "random") *data = make_random_least_squares(n, d, seed);
     else if (gen == "nesterov") *data = make_nesterov_least_squares(n, d, cfg.get_float("objective.mu"), seed);
