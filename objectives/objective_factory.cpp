@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "objectives/data/data_file.hpp"
 #include "objectives/objective_registry.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/linear_constants.hpp"
@@ -29,6 +30,9 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
     const std::string path = resolve_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"));
     *data = load_libsvm(path);
     data->source_path = std::filesystem::absolute(path).lexically_normal().string();
+  } else if (gen == "file") {  // the user's own X, y: .npz, .npy pair, HDF5, CSV or LIBSVM
+    *data = load_linear_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"),
+                                  cfg.get_string("objective.label_column"), name == "logistic");
   } else {
     if (gen == "random") *data = make_random_least_squares(n, d, seed);
     else if (gen == "nesterov") *data = make_nesterov_least_squares(n, d, cfg.get_float("objective.mu"), seed);
@@ -87,14 +91,18 @@ std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind 
 }
 
 const bool quadratic = ObjectiveRegistry::add(
-    {"quadratic", "least squares (1/2n)||Xw - y||^2 with exact L, mu, f_* and w_*", 0,
-     {"objective.dim", "objective.samples", "objective.generator"},
-     {{"random", {}}, {"nesterov", {"objective.mu"}}, {"spectrum", {"objective.mu", "objective.L", "objective.spectrum"}}},
+    {"quadratic", "least squares (1/2n)||Xw - y||^2 with exact L, mu, f_* and w_*", 0, {"objective.generator"},
+     {{"random", {"objective.dim", "objective.samples"}},
+      {"nesterov", {"objective.dim", "objective.samples", "objective.mu"}},
+      {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
+      {"file", {"objective.data", "objective.data_dir", "objective.label_column"}}},
      make_linear_objective});
 const bool logistic = ObjectiveRegistry::add(
     {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton", 1,
      {"objective.generator", "objective.l2"},
-     {{"synthetic", {"objective.dim", "objective.samples"}}, {"libsvm", {"objective.data", "objective.data_dir"}}},
+     {{"synthetic", {"objective.dim", "objective.samples"}},
+      {"libsvm", {"objective.data", "objective.data_dir"}},
+      {"file", {"objective.data", "objective.data_dir", "objective.label_column"}}},
      make_linear_objective});
 
 }  // namespace

@@ -103,4 +103,9 @@ struct RpdOrder {
 
 std::unique_ptr<Method> make_method(const Config& cfg, const Objective& f);
 
+class DelayModel;
+// RPD over a given delay model and (optionally) a given stage, batch and time order: the
+// replay of an external trajectory (tests/reference's golden files)
+std::unique_ptr<Method> make_rpd(const MethodParams& p, std::shared_ptr<const DelayModel> delays, RpdOrder order);
+
 }  // namespace stale

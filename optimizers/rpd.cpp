@@ -138,6 +138,13 @@ std::unique_ptr<Method> make_rpd_method(const Config& cfg, MethodParams p, int s
 }
 
 
+}  // namespace
+
+std::unique_ptr<Method> make_rpd(const MethodParams& p, std::shared_ptr<const DelayModel> delays, RpdOrder order) {
+  return std::make_unique<Rpd>(p, std::move(delays), std::move(order));
+}
+
+namespace {
 const bool registered = MethodRegistry::add(
     {"rpd", "randomized PipeDream: a uniformly drawn block, its gradient at the stale point a delay model gives "
             "(Ilin & Richtarik 2026)",

@@ -10,7 +10,7 @@
 
 namespace stale {
 
-LinearData load_libsvm(const std::string& path, Index dim) {
+LinearData load_libsvm(const std::string& path, Index dim, bool binary_labels) {
   std::ifstream in(path);
   if (!in) throw UserError(path + ": cannot open LIBSVM data file");
   struct Entry { Index row, col; double v; };
@@ -59,6 +59,10 @@ LinearData load_libsvm(const std::string& path, Index dim) {
   for (double l : labels) has_neg |= l < 0;
   for (size_t i = 0; i < labels.size(); ++i) {
     const double l = labels[i];
+    if (!binary_labels) {
+      data.y(static_cast<Index>(i)) = l;
+      continue;
+    }
     if (!(l == 1 || l == 0 || l == -1)) throw UserError(path + ": label " + std::to_string(l) + " is not binary (±1 or 0/1)");
     data.y(static_cast<Index>(i)) = (has_neg ? l > 0 : l == 1) ? 1.0 : 0.0;
   }

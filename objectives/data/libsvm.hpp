@@ -8,8 +8,9 @@
 
 namespace stale {
 
-// dim > 0 pads (or rejects, if the file has more) to that many features
-LinearData load_libsvm(const std::string& path, Index dim = 0);
+// dim > 0 pads (or rejects, if the file has more) to that many features; binary_labels =
+// false keeps real-valued labels as they are (least squares on a regression set)
+LinearData load_libsvm(const std::string& path, Index dim = 0, bool binary_labels = true);
 
 // Where real data sets live: objective.data_dir, else $STALE_DATA_DIR, else the shared
 // folder beside the repository (../shared/data), else ./data. A relative `file` is looked

@@ -257,6 +257,17 @@ std::vector<double> read_matrix_double(hid_t p, const std::string& n, hsize_t& r
   return v;
 }
 
+std::vector<double> read_array_double(hid_t p, const std::string& n, std::vector<hsize_t>& dims) {
+  const Lock lock;
+  {
+    Handle dset = open_dataset(p, n);
+    Handle type(H5Dget_type(dset.id()), H5Tclose, "H5Dget_type");
+    const H5T_class_t c = H5Tget_class(type.id());
+    if (c != H5T_FLOAT && c != H5T_INTEGER) throw UserError("HDF5 dataset " + n + " is not numeric");
+  }
+  return read_all<double>(p, n, H5T_NATIVE_DOUBLE, dims);
+}
+
 Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows,
                        hid_t file_type)
     : type_(mem_type), cols_(cols) {

@@ -64,6 +64,9 @@ std::vector<int64_t> read_vector_int(hid_t parent, const std::string& name);
 // 2-D dataset → row-major values and its shape
 std::vector<int64_t> read_matrix_int(hid_t parent, const std::string& name, hsize_t& rows, hsize_t& cols);
 std::vector<double> read_matrix_double(hid_t parent, const std::string& name, hsize_t& rows, hsize_t& cols);
+// a dataset of any rank and numeric type, converted to double, row-major, with its shape
+// (a non-numeric dataset is a UserError naming it)
+std::vector<double> read_array_double(hid_t parent, const std::string& name, std::vector<hsize_t>& dims);
 
 // A dataset that grows along its first axis (metrics series, iterate snapshots):
 // chunked, deflate-compressed, rows appended in blocks.
