@@ -203,8 +203,11 @@ std::unique_ptr<Objective> make_charlm(const Config& cfg, BackendKind backend) {
   const int T = static_cast<int>(cfg.get_int("objective.context"));
   auto data = charlm_data_from_config(cfg, B, T);
   const CharLmShape sh = charlm_shape_from_config(cfg, data->text().vocab_size());
-  const bool f32 = cfg.get_string("precision") == "float32";
-  if (backend == BackendKind::Cuda) return make_charlm_cuda(data, sh, f32);
+  const std::string precision = cfg.get_string("precision");
+  if (backend == BackendKind::Cuda) return make_charlm_cuda(data, sh, charlm_cuda_precision(precision));
+  if (precision == "tf32")
+    config_error("precision", "\"tf32\" is the cuda backend's tensor-core mode; the cpu twin takes float64 | float32");
+  const bool f32 = precision == "float32";
   if (f32) return std::make_unique<CharLmCpu<float>>(data, sh);
   return std::make_unique<CharLmCpu<double>>(data, sh);
 }

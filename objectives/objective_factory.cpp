@@ -41,6 +41,8 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
 
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {
   if (cfg.get_string("objective.name") == "charlm") return make_charlm(cfg, backend);  // objectives/charlm.hpp
+  if (cfg.get_string("precision") == "tf32")
+    config_error("precision", "\"tf32\" is the char-level GPT's tensor-core mode; linear models take float64 | float32");
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
   auto data = make_linear_data(cfg);
   if (S > data->d())
