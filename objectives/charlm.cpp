@@ -205,10 +205,12 @@ std::unique_ptr<Objective> make_charlm(const Config& cfg, BackendKind backend) {
   const int T = static_cast<int>(cfg.get_int("objective.context"));
   auto data = charlm_data_from_config(cfg, B, T);
   const CharLmShape sh = charlm_shape_from_config(cfg, data->text().vocab_size());
-  const bool f32 = cfg.get_string("precision") == "float32";
+  const std::string precision = cfg.get_string("precision");
+  if (backend != BackendKind::Cuda && precision == "tf32")
+    config_error("precision", "\"tf32\" is the cuda backend's tensor-core mode; the cpu twin takes float64 | float32");
   std::unique_ptr<Objective> f;
-  if (backend == BackendKind::Cuda) f = make_charlm_cuda(data, sh, f32);
-  else if (f32) f = std::make_unique<CharLmCpu<float>>(data, sh);
+  if (backend == BackendKind::Cuda) f = make_charlm_cuda(data, sh, charlm_cuda_precision(precision));
+  else if (precision == "float32") f = std::make_unique<CharLmCpu<float>>(data, sh);
   else f = std::make_unique<CharLmCpu<double>>(data, sh);
   std::string file = cfg.get_string("objective.data");
   if (file.empty()) file = "tinyshakespeare.txt";

@@ -24,6 +24,7 @@
 
 #include "objectives/charlm_cuda_engine.hpp"
 #include "objectives/cuda_check.cuh"
+#include "objectives/host_precision_convert.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -396,10 +397,28 @@ struct StageDev final : CharLmCudaEngine::StageState {
   std::unique_ptr<StageBuffers<T>> b;
 };
 
+// a CUDA event, released quietly
+class Event {
+ public:
+  Event() { STALE_CUDA_CHECK(cudaEventCreate(&e_)); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() { cudaEventDestroy(e_); }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 template <class T>
 class Engine final : public CharLmCudaEngine {
  public:
-  Engine(const CharLmCudaShape& sh, const CharLmCudaLayout& L) : sh_(sh), L_(L), blas_(stream_.get()) {
+  // tf32 (T = float only): cuBLAS may round GEMM operands to TF32 and use the tensor cores
+  Engine(const CharLmCudaShape& sh, const CharLmCudaLayout& L, bool tf32)
+      : sh_(sh), L_(L), tf32_(tf32), blas_(stream_.get()) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    STALE_CHECK(!tf32 || (std::is_same_v<T, float>), "tf32 is a float32-storage mode");
+    if (tf32_) STALE_CUBLAS_CHECK(cublasSetMathMode(blas_.get(), CUBLAS_TF32_TENSOR_OP_MATH));
     int dev = 0;
     STALE_CUDA_CHECK(cudaGetDevice(&dev));
     cudaDeviceProp p{};
@@ -408,8 +427,12 @@ class Engine final : public CharLmCudaEngine {
     d_ = L_.stage_offsets.back();
   }
 
-  std::string precision() const override { return std::is_same_v<T, float> ? "float32" : "float64"; }
+  std::string precision() const override {
+    if (tf32_) return "tf32";
+    return std::is_same_v<T, float> ? "float32" : "float64";
+  }
   std::string device_name() const override { return device_; }
+  double compute_seconds() const override { return compute_ms_ * 1e-3; }
 
   void forward_all(const double* w, const int32_t* tokens, int rows, int len, double* logits) override {
     const int S = sh_.S;
@@ -424,11 +447,14 @@ class Engine final : public CharLmCudaEngine {
     upload_tokens(all_[0]->buf().tokens.get(), tokens, N);
     // stage s writes its output straight into stage s + 1's input
     for (int s = 1; s < S; ++s) all_[s]->buf().x.reserve(N * sh_.E);
+    logits_.reserve(N * sh_.V);
+    STALE_CUDA_CHECK(cudaEventRecord(compute_begin_.get(), stream()));
     embed_forward(params_.get() + off(0), all_[0]->buf().tokens.get(), rows, len, all_[1]->buf().x.get());
     for (int s = 1; s < S - 1; ++s) block_forward(params_.get() + off(s), *all_[s], all_[s + 1]->buf().x.get());
-    logits_.reserve(N * sh_.V);
     head_forward(params_.get() + off(S - 1), *all_[S - 1], logits_.get());
+    STALE_CUDA_CHECK(cudaEventRecord(compute_end_.get(), stream()));
     download(logits, logits_.get(), N * sh_.V);
+    add_compute_time();
   }
 
   void backward_all(const double* dlogits, int lowest, double* grad) override {
@@ -443,13 +469,16 @@ class Engine final : public CharLmCudaEngine {
     dx_.reserve(N * sh_.E);
     dnext_.reserve(N * sh_.E);
     T *dx = dx_.get(), *dnext = dnext_.get();
+    STALE_CUDA_CHECK(cudaEventRecord(compute_begin_.get(), stream()));
     head_backward(params_.get() + off(S - 1), *all_[S - 1], dlogits_.get(), grads_.get() + off(S - 1), dx);
     for (int s = S - 2; s >= 1 && s >= lowest; --s) {
       block_backward(params_.get() + off(s), *all_[s], dx, grads_.get() + off(s), dnext);
       std::swap(dx, dnext);
     }
     if (lowest == 0) embed_backward(dx, all_[0]->buf().tokens.get(), rows, len, grads_.get() + off(0));
+    STALE_CUDA_CHECK(cudaEventRecord(compute_end_.get(), stream()));
     download(grad + off(lowest), grads_.get() + off(lowest), d_ - off(lowest));
+    add_compute_time();
   }
 
   std::unique_ptr<StageState> stage_forward(int s, int rows, int len, const int32_t* tokens, const double* in,
@@ -505,8 +534,30 @@ class Engine final : public CharLmCudaEngine {
   int64_t size(int s) const { return L_.stage_offsets[s + 1] - L_.stage_offsets[s]; }
   cudaStream_t stream() const { return stream_.get(); }
 
-  // host doubles → device T (through a device staging buffer), and back
+  // after a download's synchronisation both events have completed
+  void add_compute_time() {
+    float ms = 0;
+    STALE_CUDA_CHECK(cudaEventElapsedTime(&ms, compute_begin_.get(), compute_end_.get()));
+    compute_ms_ += ms;
+  }
+
+  // host doubles → device T, and back. float: converted on the host (host_precision_convert.hpp)
+  // into page-locked memory, so the bus carries 4 bytes a value at the pinned copy rate. Why:
+  // a float32 whole-model step of the E5 paper model took 43 ms on the lent H100
+  // (results/gpu/gpu_check_2026-11-22.md) where its 147 GFLOP need 2.9 ms at the measured
+  // SGEMM rate; the step moves 2 × 89 MB of doubles through pageable copies. double→float
+  // rounds to nearest even on either side, so the device sees the values a device-side
+  // conversion gives. double: the pageable copy, converted (copied) on the device.
   void upload(T* dst, const double* src, int64_t n) {
+    if constexpr (std::is_same_v<T, float>) {
+      host_stage_.reserve(n);
+      float* h = host_stage_.get();
+      convert_on_host(h, src, n);
+      STALE_CUDA_CHECK(cudaMemcpyAsync(dst, h, n * sizeof(float), cudaMemcpyHostToDevice, stream()));
+      // the next upload may overwrite the pinned buffer only after this copy read it
+      STALE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      return;
+    }
     staging_.reserve(n);
     STALE_CUDA_CHECK(cudaMemcpyAsync(staging_.get(), src, n * sizeof(double), cudaMemcpyHostToDevice, stream()));
     STALE_LAUNCH(from_double_kernel<T>, grid_for(n), kThreads, stream(), dst, staging_.get(), n);
@@ -515,6 +566,14 @@ class Engine final : public CharLmCudaEngine {
     STALE_CUDA_CHECK(cudaStreamSynchronize(stream()));
   }
   void download(double* dst, const T* src, int64_t n) {
+    if constexpr (std::is_same_v<T, float>) {
+      host_stage_.reserve(n);
+      float* h = host_stage_.get();
+      STALE_CUDA_CHECK(cudaMemcpyAsync(h, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream()));
+      STALE_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      convert_on_host(dst, h, n);
+      return;
+    }
     staging_.reserve(n);
     STALE_LAUNCH(to_double_kernel<T>, grid_for(n), kThreads, stream(), staging_.get(), src, n);
     STALE_CUDA_CHECK(cudaMemcpyAsync(dst, staging_.get(), n * sizeof(double), cudaMemcpyDeviceToHost, stream()));
@@ -713,10 +772,13 @@ class Engine final : public CharLmCudaEngine {
 
   CharLmCudaShape sh_;
   CharLmCudaLayout L_;
+  bool tf32_ = false;
   int64_t d_ = 0;
   std::string device_;
   cuda::Stream stream_;
   cuda::BlasHandle blas_;
+  Event compute_begin_, compute_end_;
+  double compute_ms_ = 0;
   std::shared_ptr<BufferPool<T>> pool_ = std::make_shared<BufferPool<T>>();
   // the last forward_all's stages and parameters
   std::vector<std::unique_ptr<StageDev<T>>> all_;
@@ -726,6 +788,7 @@ class Engine final : public CharLmCudaEngine {
   // scratch (contents live within one layer call, or one stage call for bwd_)
   DeviceArray<T> scratch_, bwd_, partial_, qkv_perm_, dqkv_perm_, preatt_, heads_;
   DeviceArray<double> staging_;
+  cuda::PinnedArray<float> host_stage_;
 };
 
 }  // namespace
@@ -733,38 +796,57 @@ class Engine final : public CharLmCudaEngine {
 bool charlm_cuda_compiled() { return true; }
 
 std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape& shape, const CharLmCudaLayout& layout,
-                                                          bool float32) {
+                                                          CharLmCudaPrecision precision) {
   int n = 0;
   const cudaError_t rc = cudaGetDeviceCount(&n);
   if (rc != cudaSuccess || n == 0)
     throw UserError(std::string("backend cuda: no CUDA device (") + (rc != cudaSuccess ? cudaGetErrorString(rc) : "none found") +
                     "); use backend = \"cpu\"");
-  if (float32) return std::make_unique<Engine<float>>(shape, layout);
-  return std::make_unique<Engine<double>>(shape, layout);
+  switch (precision) {
+    case CharLmCudaPrecision::Float32: return std::make_unique<Engine<float>>(shape, layout, false);
+    case CharLmCudaPrecision::Tf32: return std::make_unique<Engine<float>>(shape, layout, true);
+    case CharLmCudaPrecision::Float64: break;
+  }
+  return std::make_unique<Engine<double>>(shape, layout, false);
 }
 
-double cuda_sgemm_flops(int n) {
+namespace {
+
+// x[i] = a reproducible value in [-1, 1) (a hash of i): GEMM timings on zeros run faster than
+// on real data
+__global__ void fill_uniform_kernel(float* x, int64_t n, uint32_t seed) {
+  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
+  h ^= h >> 16, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+  x[i] = static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+}  // namespace
+
+double cuda_sgemm_flops(int n, bool tf32) {
   cuda::Stream stream;
   cuda::BlasHandle blas(stream.get());
-  DeviceArray<float> a(size_t(n) * n), b(size_t(n) * n), c(size_t(n) * n);
-  STALE_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, size_t(n) * n * sizeof(float), stream.get()));
-  STALE_CUDA_CHECK(cudaMemsetAsync(b.get(), 0, size_t(n) * n * sizeof(float), stream.get()));
-  auto run = [&] {
-    STALE_CUBLAS_CHECK(gemm(blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, 1.0f, a.get(), n, b.get(), n, 0.0f, c.get(), n));
+  if (tf32) STALE_CUBLAS_CHECK(cublasSetMathMode(blas.get(), CUBLAS_TF32_TENSOR_OP_MATH));
+  const int64_t nn = int64_t(n) * n;
+  // two operand sets, alternated, so that repeated products do not all hit in L2
+  DeviceArray<float> a(2 * nn), b(2 * nn), c(nn);
+  STALE_LAUNCH(fill_uniform_kernel, grid_for(2 * nn), kThreads, stream.get(), a.get(), 2 * nn, 1u);
+  STALE_LAUNCH(fill_uniform_kernel, grid_for(2 * nn), kThreads, stream.get(), b.get(), 2 * nn, 2u);
+  auto run = [&](int i) {
+    const int64_t o = (i % 2) * nn;
+    STALE_CUBLAS_CHECK(gemm(blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, 1.0f, a.get() + o, n, b.get() + o, n, 0.0f,
+                            c.get(), n));
   };
-  for (int i = 0; i < 3; ++i) run();  // warm-up (cuBLAS heuristics, clocks)
-  cudaEvent_t t0, t1;
-  STALE_CUDA_CHECK(cudaEventCreate(&t0));
-  STALE_CUDA_CHECK(cudaEventCreate(&t1));
+  for (int i = 0; i < 3; ++i) run(i);  // warm-up (cuBLAS heuristics, clocks)
+  Event t0, t1;
   const int reps = 20;
-  STALE_CUDA_CHECK(cudaEventRecord(t0, stream.get()));
-  for (int i = 0; i < reps; ++i) run();
-  STALE_CUDA_CHECK(cudaEventRecord(t1, stream.get()));
-  STALE_CUDA_CHECK(cudaEventSynchronize(t1));
+  STALE_CUDA_CHECK(cudaEventRecord(t0.get(), stream.get()));
+  for (int i = 0; i < reps; ++i) run(i);
+  STALE_CUDA_CHECK(cudaEventRecord(t1.get(), stream.get()));
+  STALE_CUDA_CHECK(cudaEventSynchronize(t1.get()));
   float ms = 0;
-  STALE_CUDA_CHECK(cudaEventElapsedTime(&ms, t0, t1));
-  cudaEventDestroy(t0);
-  cudaEventDestroy(t1);
+  STALE_CUDA_CHECK(cudaEventElapsedTime(&ms, t0.get(), t1.get()));
   return 2.0 * double(n) * n * n * reps / (ms * 1e-3);
 }
 

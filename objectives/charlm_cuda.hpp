@@ -6,10 +6,17 @@
 #include <memory>
 
 #include "objectives/charlm.hpp"
+#include "objectives/charlm_cuda_engine.hpp"
 
 namespace stale {
 
-// float32 = true: float kernels and cuBLAS SGEMM (the training path); false: float64
-std::unique_ptr<CharLm> make_charlm_cuda(std::shared_ptr<const CharLmData> data, CharLmShape shape, bool float32);
+// Float32: float kernels and cuBLAS SGEMM in FP32 (the training path); Tf32: the same with
+// TF32 tensor-core GEMMs; Float64: the reference.
+std::unique_ptr<CharLm> make_charlm_cuda(std::shared_ptr<const CharLmData> data, CharLmShape shape,
+                                         CharLmCudaPrecision precision);
+
+// Device time of the layers of f's whole-model passes so far (CharLmCudaEngine::
+// compute_seconds); f must come from make_charlm_cuda.
+double charlm_cuda_compute_seconds(const CharLm& f);
 
 }  // namespace stale

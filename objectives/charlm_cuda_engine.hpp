@@ -9,7 +9,9 @@
 // Layout conventions are the CPU twin's (charlm.hpp, charlm_layers.hpp): activations are
 // row-major [rows·len × E], row b·len + t; w is the flat parameter vector, stage by stage.
 // The engine computes in T = float or double; every host array here is double and is
-// converted on the device.
+// converted on the device. Precision tf32 is the float engine with cuBLAS's TF32 tensor-core
+// mode: operands of every GEMM are rounded to 10-bit mantissas (unit roundoff 2^-11) and
+// accumulated in float32; storage and every other kernel stay float32.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,6 +31,12 @@ struct CharLmCudaLayout {
           fcprojw = 0, fcprojb = 0;  // a transformer block
   int64_t lnfw = 0, lnfb = 0, lmw = 0;  // the head
 };
+
+enum class CharLmCudaPrecision { Float64, Float32, Tf32 };
+
+// "float64" | "float32" | "tf32" (the config key `precision`)
+CharLmCudaPrecision charlm_cuda_precision(const std::string& name);
+std::string to_string(CharLmCudaPrecision p);
 
 class CharLmCudaEngine {
  public:
@@ -55,6 +63,12 @@ class CharLmCudaEngine {
   // grad_w_s gets the block's gradient; grad_in (rows·len × E) is not written for s = 0.
   virtual void stage_backward(int s, const StageState& state, const double* grad_out, const double* w_s,
                               double* grad_w_s, double* grad_in) = 0;
+
+  // Device time (CUDA events) of the layers of every forward_all and backward_all so far:
+  // from after the inputs are on the device to before the results leave it. The rest of a
+  // call's wall time is transfers, precision conversions and host work (benchmarks use this
+  // to say what device-resident state would buy).
+  virtual double compute_seconds() const = 0;
 };
 
 // true when this binary holds charlm_cuda.cu (false: the stub, e.g. a CPU-only build)
@@ -62,10 +76,11 @@ bool charlm_cuda_compiled();
 
 // Throws UserError when CUDA is not compiled in or no device is present.
 std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape& shape, const CharLmCudaLayout& layout,
-                                                          bool float32);
+                                                          CharLmCudaPrecision precision);
 
-// Measured float32 GEMM throughput of device 0 (cuBLAS SGEMM, n × n × n, FP32 without
-// TF32), in FLOP/s: the peak the benchmark compares the model with.
-double cuda_sgemm_flops(int n);
+// Measured float32-storage GEMM throughput of device 0 (cuBLAS SGEMM, n × n × n, on random
+// operands), in FLOP/s: FP32 math (tf32 = false) or TF32 tensor-core math (tf32 = true).
+// The peaks the benchmark compares the model with.
+double cuda_sgemm_flops(int n, bool tf32);
 
 }  // namespace stale

@@ -8,16 +8,17 @@ namespace stale {
 bool charlm_cuda_compiled() { return true; }
 
 std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape& shape, const CharLmCudaLayout& layout,
-                                                          bool float32) {
-  using Fn = void (*)(const CharLmCudaShape*, const CharLmCudaLayout*, bool, std::unique_ptr<CharLmCudaEngine>*);
+                                                          CharLmCudaPrecision precision) {
+  using Fn = void (*)(const CharLmCudaShape*, const CharLmCudaLayout*, CharLmCudaPrecision,
+                      std::unique_ptr<CharLmCudaEngine>*);
   std::unique_ptr<CharLmCudaEngine> out;
-  cuda_plugin_function<Fn>("stale_plugin_make_charlm_cuda_engine")(&shape, &layout, float32, &out);
+  cuda_plugin_function<Fn>("stale_plugin_make_charlm_cuda_engine")(&shape, &layout, precision, &out);
   return out;
 }
 
-double cuda_sgemm_flops(int n) {
-  using Fn = double (*)(int);
-  return cuda_plugin_function<Fn>("stale_plugin_cuda_sgemm_flops")(n);
+double cuda_sgemm_flops(int n, bool tf32) {
+  using Fn = double (*)(int, bool);
+  return cuda_plugin_function<Fn>("stale_plugin_cuda_sgemm_flops")(n, tf32);
 }
 
 }  // namespace stale

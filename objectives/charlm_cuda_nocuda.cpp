@@ -8,10 +8,10 @@ namespace stale {
 
 bool charlm_cuda_compiled() { return false; }
 
-std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape&, const CharLmCudaLayout&, bool) {
+std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape&, const CharLmCudaLayout&, CharLmCudaPrecision) {
   throw UserError("backend cuda: " + cuda_unavailable_reason());
 }
 
-double cuda_sgemm_flops(int) { throw UserError("cuda_sgemm_flops: " + cuda_unavailable_reason()); }
+double cuda_sgemm_flops(int, bool) { throw UserError("cuda_sgemm_flops: " + cuda_unavailable_reason()); }
 
 }  // namespace stale

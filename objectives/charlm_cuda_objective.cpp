@@ -30,7 +30,7 @@ Mat mat_of(const std::vector<double>& v, Index rows, Index cols) {
 
 class CharLmCuda final : public CharLm {
  public:
-  CharLmCuda(std::shared_ptr<const CharLmData> data, CharLmShape shape, bool float32)
+  CharLmCuda(std::shared_ptr<const CharLmData> data, CharLmShape shape, CharLmCudaPrecision precision)
       : CharLm(std::move(data), shape) {
     CharLmCudaShape sh{shape_.V, shape_.E, shape_.NH, shape_.T, shape_.S};
     CharLmCudaLayout L;
@@ -43,12 +43,16 @@ class CharLmCuda final : public CharLm {
     L.attprojb = b.attprojb, L.ln2w = b.ln2w, L.ln2b = b.ln2b, L.fcw = b.fcw, L.fcb = b.fcb, L.fcprojw = b.fcprojw,
     L.fcprojb = b.fcprojb;
     L.lnfw = h.lnfw, L.lnfb = h.lnfb, L.lmw = h.lmw;
-    engine_ = make_charlm_cuda_engine(sh, L, float32);
+    engine_ = make_charlm_cuda_engine(sh, L, precision);
   }
 
   std::string backend() const override { return "cuda"; }
   std::string precision() const override { return engine_->precision(); }
   std::string device_name() const { return engine_->device_name(); }
+  double compute_seconds() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return engine_->compute_seconds();
+  }
 
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override {
     grad = Vec::Zero(z.size());
@@ -185,8 +189,31 @@ class CharLmCuda final : public CharLm {
 
 }  // namespace
 
-std::unique_ptr<CharLm> make_charlm_cuda(std::shared_ptr<const CharLmData> data, CharLmShape shape, bool float32) {
-  return std::make_unique<CharLmCuda>(std::move(data), shape, float32);
+CharLmCudaPrecision charlm_cuda_precision(const std::string& name) {
+  if (name == "float64") return CharLmCudaPrecision::Float64;
+  if (name == "float32") return CharLmCudaPrecision::Float32;
+  if (name == "tf32") return CharLmCudaPrecision::Tf32;
+  throw UserError("precision = \"" + name + "\": the CUDA char-level GPT takes float64 | float32 | tf32");
+}
+
+std::string to_string(CharLmCudaPrecision p) {
+  switch (p) {
+    case CharLmCudaPrecision::Float64: return "float64";
+    case CharLmCudaPrecision::Float32: return "float32";
+    case CharLmCudaPrecision::Tf32: return "tf32";
+  }
+  return "?";
+}
+
+std::unique_ptr<CharLm> make_charlm_cuda(std::shared_ptr<const CharLmData> data, CharLmShape shape,
+                                         CharLmCudaPrecision precision) {
+  return std::make_unique<CharLmCuda>(std::move(data), shape, precision);
+}
+
+double charlm_cuda_compute_seconds(const CharLm& f) {
+  const auto* c = dynamic_cast<const CharLmCuda*>(&f);
+  STALE_CHECK(c != nullptr, "charlm_cuda_compute_seconds needs the CUDA twin (make_charlm_cuda)");
+  return c->compute_seconds();
 }
 
 }  // namespace stale

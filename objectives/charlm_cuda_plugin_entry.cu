@@ -3,8 +3,9 @@
 
 extern "C" {
 void stale_plugin_make_charlm_cuda_engine(const stale::CharLmCudaShape* shape, const stale::CharLmCudaLayout* layout,
-                                          bool float32, std::unique_ptr<stale::CharLmCudaEngine>* out) {
-  *out = stale::make_charlm_cuda_engine(*shape, *layout, float32);
+                                          stale::CharLmCudaPrecision precision,
+                                          std::unique_ptr<stale::CharLmCudaEngine>* out) {
+  *out = stale::make_charlm_cuda_engine(*shape, *layout, precision);
 }
-double stale_plugin_cuda_sgemm_flops(int n) { return stale::cuda_sgemm_flops(n); }
+double stale_plugin_cuda_sgemm_flops(int n, bool tf32) { return stale::cuda_sgemm_flops(n, tf32); }
 }

@@ -62,6 +62,8 @@ const bool generator_choices = set_choice_source("objective.generator", generato
 
 // least squares or logistic regression over generated or loaded data (the linear models)
 std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind backend) {
+  if (cfg.get_string("precision") == "tf32")
+    config_error("precision", "\"tf32\" is the char-level GPT's tensor-core mode; linear models take float64 | float32");
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
   auto data = make_linear_data(cfg);
   if (S > data->d())

@@ -36,7 +36,7 @@ const std::vector<KeySpec>& config_schema() {
       Str("backend", "auto", "where objectives evaluate: auto = cuda when compiled in and a device is present, else cpu",
           {"auto", "cpu", "cuda"}),
       Str("precision", "float64", "floating-point precision of the cuda backend (the cpu backend is float64, except for charlm, whose cpu twin honours it)",
-          {"float64", "float32"}),
+          {"float64", "float32", "tf32"}),
 
       Str("objective.name", "quadratic", "objective family (charlm: the char-level GPT of E5; objective.generator is ignored)",
           {"quadratic", "logistic", "charlm"}),

@@ -3,8 +3,13 @@
 // the GEMM peak measured in this program that the model's FLOPs reach.
 //  - CPU: the float32 twin (the E5 training path) on the E5 CPU model and on a wider one;
 //    the peak is Eigen's float32 GEMM (1024³) on all OpenMP threads.
-//  - GPU: the float32 CUDA twin on the E5 paper-scale model (S = 16, E = 256); the peak is
-//    cuBLAS SGEMM (4096³, FP32 without TF32). Skipped without a device.
+//  - GPU: the CUDA twin on the E5 paper-scale model (S = 16, E = 256) in float32 and tf32;
+//    the peaks are cuBLAS SGEMM (4096³, random operands) in FP32 math (peak_fraction, the
+//    float32 reference's ceiling) and in TF32 tensor-core math (tc_peak_fraction). The
+//    device_* counters count only the device time of the layers (CUDA events inside the
+//    engine), i.e. without the per-call transfer of w up and of the gradient down (2 × 11.1M
+//    doubles) and the host loss head: what device-resident state could reach. Skipped
+//    without a device.
 // FLOPs counted: 6 · N · (parameters in matrix products: 12E² per block + the LM head) for
 // the linear layers (2 forward + 4 backward per weight and token), plus 12 · B · T² · E per
 // block for attention (scores and weighted sums over the full T × T, forward 4, backward 8).
@@ -106,6 +111,16 @@ void BM_CpuSgemmPeak(benchmark::State& state) {
 }
 BENCHMARK(BM_CpuSgemmPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// measured once per program (4096³ on random operands)
+double gpu_sgemm_peak() {
+  static const double p = cuda_sgemm_flops(4096, false);
+  return p;
+}
+double gpu_tf32_peak() {
+  static const double p = cuda_sgemm_flops(4096, true);
+  return p;
+}
+
 void BM_CharLmCudaForwardBackward(benchmark::State& state) {
   if (cuda_device_count() == 0 || !charlm_cuda_compiled()) {
     std::string why = "no GPU: ";
@@ -114,17 +129,44 @@ void BM_CharLmCudaForwardBackward(benchmark::State& state) {
     return;
   }
   const CharLmShape sh = shape(state.range(0), state.range(1), state.range(2), state.range(3), state.range(4));
-  auto f = make_charlm_cuda(shakespeare(sh.B, sh.T), sh, true);
+  const auto prec = state.range(5) == 1 ? CharLmCudaPrecision::Tf32 : CharLmCudaPrecision::Float32;
+  auto f = make_charlm_cuda(shakespeare(sh.B, sh.T), sh, prec);
   const Vec w = f->initial_point(0);
   Vec g;
-  const double peak = cuda_sgemm_flops(4096);
+  const double sgemm = gpu_sgemm_peak(), tc = gpu_tf32_peak();
   f->batch_value_grad(w, 0, g);  // warm-up: allocations, cuBLAS heuristics
+  const double dev0 = charlm_cuda_compute_seconds(*f);
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) benchmark::DoNotOptimize(f->batch_value_grad(w, 0, g));
-  report(state, sh, peak, seconds_since(t0));
+  const double wall = seconds_since(t0), dev = charlm_cuda_compute_seconds(*f) - dev0;
+  report(state, sh, sgemm, wall);
+  const double its = static_cast<double>(state.iterations());
+  state.counters["tc_peak_fraction"] = its * model_flops(sh) / wall / tc;
+  state.counters["device_ms_per_step"] = 1e3 * dev / its;
+  state.counters["device_tokens_per_s"] = its * static_cast<double>(sh.N()) / dev;
+  state.counters["device_tc_peak_fraction"] = its * model_flops(sh) / dev / tc;
+  state.SetLabel(f->precision());
 }
-// the E5 paper-scale model: 14 blocks, E = 256, 8 heads, T = 128, B = 16 (11.1M parameters)
-BENCHMARK(BM_CharLmCudaForwardBackward)->Args({256, 8, 128, 16, 16})->Unit(benchmark::kMillisecond)->UseRealTime();
+// the E5 paper-scale model: 14 blocks, E = 256, 8 heads, T = 128, B = 16 (11.1M parameters);
+// the last argument is the precision (0: float32, 1: tf32)
+BENCHMARK(BM_CharLmCudaForwardBackward)
+    ->Args({256, 8, 128, 16, 16, 0})
+    ->Args({256, 8, 128, 16, 16, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// the two GEMM ceilings the model is compared with
+void BM_CudaGemmPeak(benchmark::State& state) {
+  if (cuda_device_count() == 0 || !charlm_cuda_compiled()) {
+    state.SkipWithError("no GPU");
+    return;
+  }
+  for (auto _ : state) {
+  }
+  state.counters["SGEMM_GFLOP_per_s"] = gpu_sgemm_peak() * 1e-9;
+  state.counters["TF32_GFLOP_per_s"] = gpu_tf32_peak() * 1e-9;
+}
+BENCHMARK(BM_CudaGemmPeak)->Iterations(1);
 
 }  // namespace
 

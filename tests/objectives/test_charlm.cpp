@@ -449,6 +449,7 @@ TEST_CASE("CharLmFromConfigReadsTinyShakespeare") {
   expect_error("objective.stages=2", "objective.stages");
   expect_error("objective.samples=2", "objective.samples");
   expect_error("objective.data=no-such-corpus.txt", "objective.data");
+  expect_error("precision=tf32", "precision");  // the cuda backend's tensor-core mode only
 }
 
 TEST_CASE("CharLmParameterCountOfTheE5Models") {

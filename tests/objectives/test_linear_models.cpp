@@ -136,6 +136,24 @@ TEST_CASE("LibsvmLoaderRejectsMalformedLinesWithFileAndLine") {
   CHECK_THROWS_WITH_AS(load_libsvm((dir / "bad.libsvm").string()), doctest::Contains("bad.libsvm:2"), UserError);
 }
 
+// precision = "tf32" is the char-level GPT's tensor-core mode (objectives/charlm_cuda.cu): a
+// linear model refuses it with the key named, on either backend, before any data is made
+TEST_CASE("LinearModelsRefuseTf32Precision") {
+  for (const char* name : {"quadratic", "logistic"}) {
+    CAPTURE(name);
+    std::string msg;
+    try {
+      objective_from(std::string("precision = \"tf32\"\n[objective]\nname = \"") + name +
+                     "\"\ndim = 16\nsamples = 32\nbatch_size = 4\nstages = 2\n");
+    } catch (const UserError& e) {
+      msg = e.what();
+    }
+    CAPTURE(msg);
+    CHECK(msg.find("precision") != std::string::npos);
+    CHECK(msg.find("tf32") != std::string::npos);
+  }
+}
+
 TEST_CASE("NesterovQuadraticHasExactHessianAndConstants") {
   const Index d = 512;
   const double mu = 0.01;
