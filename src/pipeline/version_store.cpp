@@ -1,5 +1,7 @@
 #include "src/pipeline/version_store.hpp"
 
+#include <algorithm>
+
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -9,9 +11,10 @@ VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t 
   STALE_CHECK(bound >= 0, "delay bound must be >= 0");
   STALE_CHECK(w0.size() == blocks.dim(), "w0 has the partition's dimension");
   rings_.resize(blocks.stages());
-  const int64_t cap = bound + 1;
+  const int64_t cap = std::min<int64_t>(bound + 1, 8);
   for (int s = 0; s < blocks.stages(); ++s) {
     Ring& r = rings_[s];
+    r.cap = cap;
     r.slots.resize(blocks.size(s), cap);
     r.valid_from.assign(cap, 0);
     r.slots.col(0) = blocks.block(w0, s);
@@ -23,8 +26,13 @@ VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t 
 Eigen::Map<const Vec> VersionStore::read(int block, int64_t j) const {
   STALE_CHECK(j <= k_ && j >= k_ - bound_ && j >= 0, "read outside the window [k − bound, k]");
   const Ring& r = rings_[block];
-  const int64_t cap = bound_ + 1;
-  auto slot_of = [&](int64_t n) { return ((r.head - n) % cap + cap) % cap; };  // n-th newest
+  const int64_t cap = r.cap;
+  // n-th newest (0 ≤ n < cap): one conditional add, not a division — this runs S·log(versions)
+  // times per update, and 64-bit modulo made it most of an RPD run at large δ
+  auto slot_of = [&](int64_t n) {
+    const int64_t s = r.head - n;
+    return s < 0 ? s + cap : s;
+  };
   // valid_from decreases with n: binary search for the newest version current at j
   int64_t lo = 0, hi = r.count - 1;
   if (r.valid_from[slot_of(hi)] > j) throw InternalError("version store lost a reachable version (ring too small)");
@@ -54,16 +62,34 @@ void VersionStore::commit(int block, ConstVecRef value) {
     return;
   }
   Ring& r = rings_[block];
-  const int64_t cap = bound_ + 1;
+  int64_t cap = r.cap;
   // drop versions no read can reach any more: the oldest is dead once the next one was
   // already current at the window's start k − bound
   while (r.count > 1) {
-    const int64_t oldest = ((r.head - (r.count - 1)) % cap + cap) % cap;
-    if (r.valid_from[(oldest + 1) % cap] <= k_ - bound_) --r.count;
+    int64_t oldest = r.head - (r.count - 1);
+    if (oldest < 0) oldest += cap;
+    const int64_t next = oldest + 1 == cap ? 0 : oldest + 1;
+    if (r.valid_from[next] <= k_ - bound_) --r.count;
     else break;
   }
-  STALE_CHECK(r.count < cap, "ring overflow: more than bound versions inside the window");
-  r.head = (r.head + 1) % cap;
+  if (r.count == cap) {
+    // full: double it (at most bound + 1), oldest version first
+    STALE_CHECK(cap < bound_ + 1, "ring overflow: more than bound versions inside the window");
+    const int64_t grown = std::min<int64_t>(bound_ + 1, 2 * cap);
+    Mat slots(r.slots.rows(), grown);
+    std::vector<int64_t> valid(grown, 0);
+    for (int64_t n = 0; n < r.count; ++n) {
+      int64_t from = r.head - (r.count - 1) + n;
+      if (from < 0) from += cap;
+      slots.col(n) = r.slots.col(from);
+      valid[n] = r.valid_from[from];
+    }
+    r.slots.swap(slots);
+    r.valid_from.swap(valid);
+    r.head = r.count - 1;
+    r.cap = cap = grown;
+  }
+  r.head = r.head + 1 == cap ? 0 : r.head + 1;
   r.slots.col(r.head) = value;
   r.valid_from[r.head] = k_;
   ++r.count;
