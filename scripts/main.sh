@@ -16,7 +16,7 @@ for delta in 0 8 60 420; do
   done
 done
 python3 scripts/plot_runs.py "$out"/*.h5 --group-by delay.max --label "δ" \
-  --title "RPD, random least squares (d=512, S=8, γ=2^-6), median and range over 3 seeds" \
+  --title 'RPD, random least squares ($d$ = 512, $S$ = 8, $\gamma = 2^{-6}$), median and range over 3 seeds' \
   -o results/main_rpd_delays.png
 python3 scripts/summarize_runs.py "$out"/*.h5 --group-by delay.max \
   --command "bash scripts/main.sh" -o results/main_rpd_delays.md

@@ -8,4 +8,7 @@ bash scripts/setup.sh
 STALE_WERROR=${STALE_WERROR:-ON} bash scripts/build.sh
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
+cd - >/dev/null
+# the analysis scripts (tests/python, pytest); exit code 5 = no tests collected, which is a failure here too
+STALE_BIN="${BUILD_DIR:-build}/stale" python3 -m pytest -q tests/python || { rc=$?; [[ $rc -eq 5 ]] && echo "test.sh: pytest collected no tests" >&2; exit "$rc"; }
 echo "test.sh: total $(( $(date +%s) - start )) s" >&2
