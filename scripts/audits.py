@@ -255,6 +255,8 @@ def audit_paci(d, res):
         st = STYLES[i % len(STYLES)]
         ax.plot(a_s, m, label=f"S = {S}", lw=1.3, **st)
     ax.set_xscale("log", base=2)
+    a_all = sorted({a for (_, a) in final})
+    ax.set_xticks(a_all, [str(a) for a in a_all])
     ax.set_yscale("log")
     ax.set_xlabel("accumulation a (micro-batches per stage step)")
     ax.set_ylabel(rf"final $f - f_*$ at {budget:g} slots (mean over seeds)")

@@ -70,8 +70,13 @@ def footer(runs) -> list[str]:
                       ("K", lambda r: int(r.theory.get("K", 0))),
                       ("S", lambda r: int(r.theory.get("S", 0)))):
         v = common(runs, get)
-        facts.append(f"{name} = {v}" if v is not None else f"{name} varies (see the table)" if name == "γ" else
-                     f"{name} varies")
+        if v is not None:
+            facts.append(f"{name} = {v}")
+        elif name == "γ":
+            facts.append("γ varies (see the table)")
+        else:
+            vals = [get(r) for r in runs]
+            facts.append(f"{name} ∈ [{fmt_value(min(vals))}, {fmt_value(max(vals))}] (varies by run)")
     within = {int(r.theory.get("lr_within_1_over_L", 0)) for r in runs}
     facts.append("γ ≤ 1/L: " + ("yes" if within == {1} else "no" if within == {0} else "for some runs only"))
     lines = ["", "Mean [min, max] over the runs of a group that did not diverge. " + ", ".join(facts) + "."]
