@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import find_sweep, run_cli, select  # noqa: E402
-from stale_analysis.plotting import caption, plt, pow2_tex  # noqa: E402
+from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
 
 # experiment part -> the sweep file that makes it (its stem is the default output folder)
 SWEEPS = {
@@ -144,11 +144,7 @@ def e4(sw, res):
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.xaxis.set_minor_locator(plt.NullLocator())
     ax.set_yscale("log")
-    # a decade or less of data: label plain round numbers instead of sparse powers of ten
-    yt = [v for v in (0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 3, 5) if lo_all / 1.2 <= v <= hi_all * 1.2]
-    if len(yt) >= 2:
-        ax.set_yticks(yt, [f"{v:g}" for v in yt])
-        ax.yaxis.set_minor_locator(plt.NullLocator())
+    plain_log_ticks(ax, lo_all, hi_all)  # a decade or less of data: plain round numbers
     ax.set_xlabel("stages S")
     ax.set_ylabel(r"final $f(w) - f_*$ at the time budget")
     ax.set_title(f"E4: budget of {budget:g} time slots, logistic regression, gradient noise 0.5", fontsize=10)

@@ -35,3 +35,21 @@ def caption(fig, text: str):
     """A small line of text under the axes (e.g. how many runs were left out and why)."""
     if text:
         fig.text(0.01, 0.005, text, fontsize=7.5, color="0.3", ha="left", va="bottom", wrap=True)
+
+
+def plain_log_ticks(ax, lo: float, hi: float, axis: str = "y"):
+    """On a log axis spanning about a decade or less, label round plain numbers (0.2, 0.3, 5, 6)
+    instead of matplotlib's sparse 10^k / 6×10^0 labels."""
+    if not (lo > 0 and hi > lo) or hi / lo > 30:
+        return
+    cands = sorted({m * 10.0 ** e for e in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+                    for m in (1, 1.5, 2, 3, 4, 5, 6, 8)})
+    ticks = [v for v in cands if lo / 1.15 <= v <= hi * 1.15]
+    if len(ticks) > 8:
+        ticks = [v for v in ticks if round(v / 10.0 ** math.floor(math.log10(v)), 6) in (1, 2, 5)]
+    if len(ticks) < 2:
+        return
+    labels = [f"{v:g}" for v in ticks]
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yticks if axis == "y" else ax.set_xticks)(ticks, labels)
+    target.set_minor_locator(matplotlib.ticker.NullLocator())

@@ -115,5 +115,5 @@ def test_bound_audit_excludes_diverged_runs_and_says_so(tmp_path):
     assert r.returncode == 0, r.stderr
     md = (res / "audit_bound.md").read_text()
     assert "checked at every logged K: 2" in md
-    assert "not checked): 1" in md and "not checked, the bound" in md and "): 1." in md
+    assert "(γ > 1/L, not checked): 1;" in md and "status not ok; not checked): 1." in md
     assert (res / "audit_bound.png").stat().st_size > 0
