@@ -55,10 +55,11 @@ def table(groups, keys) -> list[str]:
         status = ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))
         if g.mixed:
             status += " (mixed: " + ", ".join(g.mixed) + ")"
+        def last(name):  # a metric a run does not log (e.g. no bound) counts as NaN
+            return [x[name][-1] if name in x and len(x[name]) else math.nan for x in m]
         lines.append(
-            f"| {' | '.join(cells)} | {lr} | {len(g.runs)} | {stat([x['subopt'][-1] for x in m])}"
-            f" | {stat([x['grad_norm_sq_mean'][-1] for x in m])} | {stat([x['bound'][-1] for x in m])}"
-            f" | {stat([x['bound_stale'][-1] for x in m])} | {status} |")
+            f"| {' | '.join(cells)} | {lr} | {len(g.runs)} | {stat(last('subopt'))}"
+            f" | {stat(last('grad_norm_sq_mean'))} | {stat(last('bound'))} | {stat(last('bound_stale'))} | {status} |")
     return lines
 
 
