@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""E5 loss curves of the character-level GPT (theory.md §8): the logged loss f(w_k) (the mean
+"""E5 loss curves of the character-level GPT (docs/theory.md §8): the logged loss f(w_k) (the mean
 over the objective's 8 fixed evaluation batches) and, where the run logged it, the loss of
 each update's own mini-batch at the last stage's forward pass, against SGD steps (block
-updates / S), with the landmarks of theory.md §7 (uniform ln 65, unigram 3.31, bigram 2.45).
+updates / S), with the landmarks of docs/theory.md §7 (uniform ln 65, unigram 3.31, bigram 2.45).
 
   scripts/plot_e5_charlm.py runs/e5_charlm_cpu.h5 [more.h5 ...] -o results/e5_charlm_cpu_sgd.png
 """
@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_h5 import load_run  # noqa: E402
+from stale_analysis import load_run  # noqa: E402
 
 LANDMARKS = [(math.log(65), "uniform ln 65"), (3.31, "unigram"), (2.45, "bigram")]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""E5 figure (theory.md §8): the loss at the last stage's forward pass (the run files'
+"""E5 figure (docs/theory.md §8): the loss at the last stage's forward pass (the run files'
 /metrics/batch_loss, smoothed over a window of logged points) against simulated time slots,
 one curve per run, and a Markdown table of the final values. With --heldout, a second panel
 shows the held-out loss (/metrics/val_loss, the validation windows) against time slots, and the
@@ -24,8 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_h5 import load_run  # noqa: E402
-from stepsize import choose, tail_stats  # noqa: E402
+from stale_analysis import choose, load_run, tail_stats  # noqa: E402
 
 
 def label(run):

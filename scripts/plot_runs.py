@@ -1,86 +1,90 @@
 #!/usr/bin/env python3
-"""Plot f(w_k) − f_* and the running mean of ‖∇f(w_k)‖² (with the bound of theory.md §3)
-against block updates k, for one or more stale run files.
+"""Plot f(w_k) − f_* (left) and the running mean of ‖∇f(w_k)‖² with the bound of
+docs/theory.md §3 (right) for one or more stale run files.
 
-  scripts/plot_runs.py runs/*.h5 -o results/fig.png [--group-by delay.max] [--label method.name]
+  scripts/plot_runs.py runs/*.h5 -o fig.png [--group-by delay.max[,method.name]]
+                       [--where method.lr=0.015625 ...] [--x k|time] [--label δ]
 
-Runs that share the --group-by value (e.g. several seeds) are drawn as their median with a
-min–max band; the bound is drawn dashed in the colour of its group.
+Runs with the same values of the --group-by keys (e.g. seeds) are drawn as their median with
+a min–max band; without --group-by every file is its own curve. When the runs of a group
+differ in any other key than the seed, a warning names the keys on stderr and the legend
+says "[mixed …]"; keys that are constant inside each group but differ between groups are
+added to the legend. Diverged runs (status not ok, or f − f_* ending above 1e6 × its start)
+are not drawn and are counted in the legend and the caption.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_h5 import load_run  # noqa: E402
+from stale_analysis import (filter_runs, group_runs, is_diverged, load_runs, parse_keys,  # noqa: E402
+                            parse_where, run_cli)
+from stale_analysis.plotting import band, caption, plt  # noqa: E402
+from stale_analysis.runs import progress_series, x_series  # noqa: E402
 
-
-def band(ax, k, ys, color, label, style="-"):
-    ys = np.array(ys)
-    med = np.median(ys, axis=0)
-    ax.plot(k, med, style, color=color, label=label, lw=1.4)
-    if len(ys) > 1:
-        ax.fill_between(k, ys.min(axis=0), ys.max(axis=0), color=color, alpha=0.18, lw=0)
+X_AXES = {"k": ("block updates k", "block updates K"), "time": ("simulated time (slots)", "simulated time (slots)")}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", help="run files (.h5)")
-    p.add_argument("-o", "--out", default="runs.png", help="output PNG")
-    p.add_argument("--group-by", default=None, help="config key whose value groups runs (default: one group per file)")
-    p.add_argument("--label", default=None, help="label prefix for groups (default: the group-by key)")
+    p.add_argument("-o", "--out", default="runs.png", help="output PNG (default runs.png)")
+    p.add_argument("--group-by", default=None, help="comma-separated config keys whose values group runs")
+    p.add_argument("--where", action="append", help="keep only runs with key=value (repeatable)")
+    p.add_argument("--x", choices=sorted(X_AXES), default="k", help="x axis: block updates k or simulated time")
+    p.add_argument("--label", default=None, help="name shown for the (first) group-by key, e.g. δ")
     p.add_argument("--title", default=None)
     p.add_argument("--no-bound", action="store_true", help="do not draw the bound")
     a = p.parse_args(argv)
 
-    groups = defaultdict(list)
-    for path in a.runs:
-        r = load_run(path)
-        gid = r.key(a.group_by) if a.group_by else os.path.basename(path)
-        groups[gid].append(r)
+    keys = parse_keys(a.group_by)
+    runs = filter_runs(load_runs(a.runs), parse_where(a.where))
+    for r in runs:
+        x_series(r, a.x)  # one-line error before anything is drawn
+    groups = group_runs(runs, keys)
+    names = {keys[0]: a.label} if keys and a.label else {}
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.6))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, (gid, runs) in enumerate(sorted(groups.items(), key=lambda kv: kv[0])):
+    n_div = 0
+    for i, g in enumerate(groups):
         color = colors[i % len(colors)]
-        n = min(len(r.metrics["k"]) for r in runs)
-        k = runs[0].metrics["k"][:n]
-        name = f"{a.label or a.group_by} = {gid}" if a.group_by else str(gid)
-        diverged = sum(r.status == "diverged" for r in runs)
-        if diverged:
-            name += f" ({diverged} diverged)"
-        sub = [np.maximum(r.metrics["subopt"][:n], 1e-300) for r in runs]
-        band(ax1, k, sub, color, name)
-        gm = [r.metrics["grad_norm_sq_mean"][:n] for r in runs]
-        band(ax2, k[1:], [g[1:] for g in gm], color, name)
+        good = [r for r in g.runs if not is_diverged(r)]
+        div = len(g.runs) - len(good)
+        n_div += div
+        name = g.label(names) + (f" ({div} of {len(g.runs)} diverged, not drawn)" if div else "")
+        if not good:
+            ax1.plot([], [], color=color, label=name)
+            continue
+        n = min(len(r.metrics["k"]) for r in good)
+        x = x_series(good[0], a.x)[:n]
+        band(ax1, x, [np.maximum(progress_series(r)[:n], 1e-300) for r in good], color, name)
+        band(ax2, x[1:], [r.series("grad_norm_sq_mean")[1:n] for r in good], color, name)
         if not a.no_bound:
-            bound = [r.metrics["bound"][:n] for r in runs]
-            band(ax2, k[1:], [b[1:] for b in bound], color, None, style="--")
-    ax1.set_yscale("log")
-    ax1.set_xlabel("block updates k")
-    ax1.set_ylabel(r"$f(w_k) - f_*$")
-    ax1.grid(alpha=0.3)
-    ax1.legend(fontsize=8)
-    ax2.set_yscale("log")
-    ax2.set_xlabel("block updates K")
-    ax2.set_ylabel(r"$\frac{1}{K}\sum_{k<K} \|\nabla f(w_k)\|^2$  (dashed: bound §3)")
-    ax2.grid(alpha=0.3)
+            band(ax2, x[1:], [r.series("bound")[1:n] for r in good], color, None, style="--")
+    f_star_known = all(np.isfinite(r.series("subopt")[0]) for r in runs if "subopt" in r.metrics)
+    y1 = r"$f(w_k) - f_*$" if f_star_known else r"$f(w_k) - f_*$ (the loss where $f_*$ is unknown)"
+    for ax, (xl, yl) in ((ax1, (X_AXES[a.x][0], y1)),
+                         (ax2, (X_AXES[a.x][1], r"$\frac{1}{K}\sum_{k<K} \|\nabla f(w_k)\|^2$  (dashed: bound §3)"))):
+        ax.set_yscale("log")
+        ax.set_xlabel(xl)
+        ax.set_ylabel(yl)
+        ax.grid(alpha=0.3)
+    ax1.legend(fontsize=7)
     if a.title:
         fig.suptitle(a.title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04 if n_div else 0, 1, 1))
+    total = sum(len(g.runs) for g in groups)
+    caption(fig, f"{n_div} of {total} runs diverged (status not ok, or f − f* above 1e6 × its start) and are not drawn."
+            if n_div else "")
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     fig.savefig(a.out, dpi=130)
     print(f"wrote {a.out}")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Draw the timeline of a schedule file written by `stale schedule NAME ... --out FILE.h5`.
+"""Draw the timeline of a pipeline schedule: a schedule file written by
+`stale schedule NAME ... --out FILE.h5`, or the /schedule group of a training run of a
+schedule method (`stale run … method.name=pipedream`).
 
   scripts/plot_schedule.py FILE.h5 [-o out.png] [--until T] [--no-labels]
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import h5py
 import matplotlib
@@ -23,6 +26,9 @@ import numpy as np  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stale_analysis import AnalysisError, run_cli  # noqa: E402
+
 COLORS = {0: "#4c78a8", 1: "#59a14f", 2: "#b07aa1"}  # F, B, W
 NAMES = {0: "F", 1: "B", 2: "W"}
 
@@ -32,27 +38,50 @@ def text(v):
 
 
 def load(path):
-    with h5py.File(path, "r") as f:
-        if "schedule" not in f or "start" not in f["schedule"]:
-            raise SystemExit(f"{path}: no op table (/schedule/start); was it written with --out by `stale schedule`?")
+    """The op table and the facts of the title, from a schedule file (`stale schedule --out`)
+    or from a training run of a schedule method (`stale run`, its /schedule group). A run
+    file does not carry the schedule file's root attributes, so stages and chunks are read
+    from the op table itself and the name and delays from /schedule's attributes."""
+    if not os.path.exists(path):
+        raise AnalysisError(f"{path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise AnalysisError(f"{path}: not a readable HDF5 file ({e})") from None
+    with f:
+        if "schedule" not in f:
+            raise AnalysisError(f"{path}: no /schedule group (a run of a method without a schedule, e.g. rpd or sgd?)")
         g = f["schedule"]
+        if "start" not in g:
+            raise AnalysisError(f"{path}: /schedule has no op table (it is left out above 10^7 ops); "
+                                "draw it with `stale schedule NAME ... --out FILE.h5`")
         ops = {k: g[k][()] for k in ("start", "end", "stage", "block", "kind", "microbatch", "flags")}
-        info = {k: text(v) for k, v in f.attrs.items()}
+        info = {k: text(v) for k, v in f.attrs.items() if k != "config"}
+        info.update({k: text(v) for k, v in g.attrs.items() if k not in info})
+        stages = int(ops["stage"].max()) + 1 if len(ops["stage"]) else 1
+        info.setdefault("stages", str(stages))
+        info.setdefault("chunks", str(max(1, (int(ops["block"].max()) + 1) // stages) if len(ops["block"]) else 1))
+        info.setdefault("schedule", info.get("name", "?"))
         info["makespan"] = float(g.attrs["makespan"])
         info["bubble"] = float(g.attrs["bubble_fraction"])
-        if "delay_summary" in f:
-            d = f["delay_summary"].attrs
-            info["delay"] = {k: float(d[k]) for k in d}
+        delay = {}
+        if "delay_summary" in f and "max_delay" in f["delay_summary"].attrs:
+            delay = {k: float(v) for k, v in f["delay_summary"].attrs.items()}
+        elif "max_delay" in g.attrs:  # a run file: the simulated schedule's delays on /schedule
+            delay = {k: float(g.attrs[k]) for k in ("max_delay", "steady_max_delay", "steady_mean_delay") if k in g.attrs}
+            delay["steady_updates"] = 1.0 if delay.get("steady_max_delay", 0) > 0 else 0.0
+        if delay:
+            info["delay"] = delay
         return ops, info
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("file")
     ap.add_argument("-o", "--out", help="PNG path (default: FILE with .png)")
     ap.add_argument("--until", type=float, help="draw only ops that start before this time")
     ap.add_argument("--no-labels", action="store_true", help="no micro-batch numbers in the cells")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     ops, info = load(args.file)
     out = args.out or os.path.splitext(args.file)[0] + ".png"
@@ -95,8 +124,10 @@ def main():
     d = info.get("delay")
     if d and d.get("steady_updates", 0) > 0:
         title += f"   steady delay max {d['steady_max_delay']:.0f} mean {d['steady_mean_delay']:.2f}"
-    elif d:
+    elif d and "mean_delay" in d:
         title += f"   delay max {d['max_delay']:.0f} mean {d['mean_delay']:.2f}"
+    elif d:
+        title += f"   delay max {d['max_delay']:.0f}"
     ax.set_title(title, fontsize=10)
     handles = [Patch(color=COLORS[k], label=NAMES[k]) for k in sorted(set(int(k) for k in kind))]
     handles.append(Patch(facecolor="white", edgecolor="#999999", hatch="///", label="idle"))
@@ -117,4 +148,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

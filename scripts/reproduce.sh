@@ -11,30 +11,23 @@ start=$(date +%s)
 bash scripts/setup.sh
 bash scripts/build.sh >/dev/null
 stale=build/stale
-sweep() {  # sweep file stem, output name
+sweep() {  # sweep file stem; the output is the default folder sweeps/<stem> (the README's layout)
   local t0=$(date +%s)
-  "$stale" sweep "experiments/$1.toml" --jobs "$jobs" -q --out "sweeps/$2"
-  echo "  $2: $(( $(date +%s) - t0 )) s" >&2
+  "$stale" sweep "experiments/$1.toml" --jobs "$jobs" -q --out "sweeps/$1"
+  echo "  $1: $(( $(date +%s) - t0 )) s" >&2
 }
 echo "== main job" >&2
 bash scripts/main.sh >/dev/null
 echo "== delay scaling" >&2
 python3 scripts/delay_scaling.py --bin "$stale" --jobs "$jobs" >/dev/null
 echo "== E1–E4 sweeps" >&2
-sweep e1_sweep e1
-sweep e2_pd_sweep e2_pd
-sweep e2_localsgd_sweep e2_localsgd
-sweep e3_pd_sweep e3_pd
-sweep e3_localsgd_sweep e3_localsgd
-sweep e4_pd_sweep e4_pd
-sweep e4_rpd_sweep e4_rpd
-sweep e4_localsgd_sweep e4_localsgd
+for s in e1_sweep e2_pd_sweep e2_localsgd_sweep e3_pd_sweep e3_localsgd_sweep e4_pd_sweep e4_rpd_sweep e4_localsgd_sweep; do
+  sweep "$s"
+done
 echo "== audit sweeps" >&2
-sweep audit_delta_sweep audit_delta
-sweep audit_stages_sweep audit_stages
-sweep audit_stages_mean_sweep audit_stages_mean
-sweep audit_paci_sweep audit_paci
-sweep audit_localsgd_sweep audit_localsgd
+for s in audit_delta_sweep audit_stages_sweep audit_stages_mean_sweep audit_paci_sweep audit_localsgd_sweep; do
+  sweep "$s"
+done
 echo "== figures and tables" >&2
 for e in e1 e2 e3 e4; do python3 scripts/experiments.py "$e" >/dev/null; done
 for a in bound delta stages paci localsgd; do python3 scripts/audits.py "$a" >/dev/null; done

@@ -1,66 +1,113 @@
 #!/usr/bin/env python3
-"""Markdown table of final metrics for a set of run files, grouped by a config key:
-final f − f_*, (1/K)Σ‖∇f(w_k)‖², the bound of theory.md §3 and its stale term, as the mean
-and min–max over the runs of a group (seeds).
+"""Markdown table of final metrics of run files, grouped by config keys: final f − f_*,
+(1/K)Σ‖∇f(w_k)‖², the bound of docs/theory.md §3 and its stale term, each as mean [min, max]
+over the runs of a group (seeds), with the group's step size.
 
-  scripts/summarize_runs.py runs/*.h5 --group-by delay.max -o results/table.md
+  scripts/summarize_runs.py runs/*.h5 --group-by delay.max[,method.name] [--where key=value ...]
+                            [-o table.md] [--command "how the runs were made"]
+
+Prints to stdout; -o also writes the file. Diverged runs (status not ok, or f − f_* ending
+above 1e6 × its start) are counted in the status column and left out of the metric columns.
+The footer states only the constants that all runs share; a warning goes to stderr when a
+group merges runs that differ in other keys than the seed.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
-from collections import defaultdict
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_h5 import load_run  # noqa: E402
+from stale_analysis import filter_runs, group_runs, is_diverged, load_runs, parse_keys, parse_where, run_cli  # noqa: E402
+from stale_analysis.grouping import fmt_value  # noqa: E402
 
 
-def stat(values):
+def stat(values) -> str:
     v = np.array(values, dtype=float)
-    return f"{v.mean():.4g} [{v.min():.3g}, {v.max():.3g}]"
+    if len(v) == 0:
+        return "—"
+    with np.errstate(all="ignore"):
+        return f"{v.mean():.4g} [{v.min():.3g}, {v.max():.3g}]"
+
+
+def common(runs, get) -> str | None:
+    vals = {fmt_value(get(r)) for r in runs}
+    return vals.pop() if len(vals) == 1 else None
+
+
+def table(groups, keys) -> list[str]:
+    head = " | ".join(keys) if keys else "run"
+    lines = [f"| {head} | γ | runs | final f − f_* | (1/K)Σ‖∇f(w_k)‖² | bound (§3) | stale term γ²L²δ²G² | status |",
+             "|" + "---|" * (len(keys or [0]) + 7)]
+    for g in groups:
+        good = [r for r in g.runs if not is_diverged(r)]
+        m = [r.metrics for r in good]
+        cells = [fmt_value(v) for v in g.values] if keys else [os.path.basename(g.values[0])]
+        lrs = sorted({r.lr for r in g.runs})
+        lr = ", ".join(f"{x:g}" for x in lrs)
+        counts = {}
+        for r in g.runs:
+            s = "diverged" if is_diverged(r) else r.status
+            counts[s] = counts.get(s, 0) + 1
+        status = ", ".join(f"{s} {n}" for s, n in sorted(counts.items()))
+        if g.mixed:
+            status += " (mixed: " + ", ".join(g.mixed) + ")"
+        def last(name):  # a metric a run does not log (e.g. no bound) counts as NaN
+            return [x[name][-1] if name in x and len(x[name]) else math.nan for x in m]
+        lines.append(
+            f"| {' | '.join(cells)} | {lr} | {len(g.runs)} | {stat(last('subopt'))}"
+            f" | {stat(last('grad_norm_sq_mean'))} | {stat(last('bound'))} | {stat(last('bound_stale'))} | {status} |")
+    return lines
+
+
+def footer(runs) -> list[str]:
+    facts = []
+    for name, get in (("L", lambda r: float(r.theory.get("L", math.nan))),
+                      ("f_*", lambda r: float(r.theory.get("f_star", math.nan))),
+                      ("γ", lambda r: r.lr),
+                      ("K", lambda r: int(r.theory.get("K", 0))),
+                      ("S", lambda r: int(r.theory.get("S", 0)))):
+        v = common(runs, get)
+        if v is not None:
+            facts.append(f"{name} = {v}")
+        elif name == "γ":
+            facts.append("γ varies (see the table)")
+        else:
+            vals = [get(r) for r in runs]
+            facts.append(f"{name} ∈ [{fmt_value(min(vals))}, {fmt_value(max(vals))}] (varies by run)")
+    within = {int(r.theory.get("lr_within_1_over_L", 0)) for r in runs}
+    facts.append("γ ≤ 1/L: " + ("yes" if within == {1} else "no" if within == {0} else "for some runs only"))
+    lines = ["", "Mean [min, max] over the runs of a group that did not diverge. " + ", ".join(facts) + "."]
+    v = common(runs, lambda r: f"{r.attrs.get('version')} (git {r.attrs.get('git_sha')})")
+    lines.append(f"Harness version {v}." if v else "Runs come from different harness versions.")
+    return lines
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("runs", nargs="+")
-    p.add_argument("--group-by", required=True)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+", help="run files (.h5)")
+    p.add_argument("--group-by", default=None, help="comma-separated config keys (default: one row per file)")
+    p.add_argument("--where", action="append", help="keep only runs with key=value (repeatable)")
     p.add_argument("--command", default=None, help="the command that produced the runs (written under the table)")
-    p.add_argument("-o", "--out", required=True)
+    p.add_argument("-o", "--out", default=None, help="also write the table to this file")
     a = p.parse_args(argv)
-    groups = defaultdict(list)
-    for path in a.runs:
-        r = load_run(path)
-        groups[r.key(a.group_by)].append(r)
-    lines = [
-        f"| {a.group_by} | runs | final f − f_* | (1/K)Σ‖∇f(w_k)‖² | bound (§3) | stale term γ²L²δ²G² | status |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for gid, runs in sorted(groups.items()):
-        m = [r.metrics for r in runs]
-        status = ", ".join(sorted({r.status for r in runs}))
-        lines.append(
-            f"| {gid} | {len(runs)} | {stat([x['subopt'][-1] for x in m])} | {stat([x['grad_norm_sq_mean'][-1] for x in m])}"
-            f" | {stat([x['bound'][-1] for x in m])} | {stat([x['bound_stale'][-1] for x in m])} | {status} |"
-        )
-    r0 = next(iter(groups.values()))[0]
-    th = r0.theory
-    lines += [
-        "",
-        f"Mean [min, max] over runs. L = {float(th.get('L', float('nan'))):.6g}, f_* = {float(th.get('f_star', float('nan'))):.3g}"
-        f", γ = {float(th.get('lr', float('nan'))):.6g}, K = {int(th.get('K', 0))}, S = {int(th.get('S', 0))};"
-        f" γ ≤ 1/L: {'yes' if int(th.get('lr_within_1_over_L', 0)) else 'no'}.",
-        f"Harness version {r0.attrs.get('version')} (git {r0.attrs.get('git_sha')}).",
-    ]
+    keys = parse_keys(a.group_by)
+    runs = filter_runs(load_runs(a.runs), parse_where(a.where))
+    groups = group_runs(runs, keys)
+    lines = table(groups, keys) + footer(runs)
     if a.command:
         lines.append(f"Produced by `{a.command}`.")
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {a.out}")
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if a.out:
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:
+            f.write(text)
+        print(f"wrote {a.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_cli(main))

@@ -1,57 +1,45 @@
-"""Reading a stale sweep folder (index.csv + run files) and grouping its runs.
+#!/usr/bin/env python3
+"""Print a sweep's index (one row per grid point) as a Markdown table, optionally filtered.
 
-A sweep's index has one row per grid point: the varying keys, the status and the final
-metrics. Runs that differ only in `seed` are replicates; runs that differ in the step size
-are the candidates the step-size rules choose among.
+  scripts/sweep_index.py SWEEP_DIR [--where key=value ...] [--columns method.lr,subopt]
+
+The index reader lives in scripts/stale_analysis (`read_index`, `group_rows`, `mean_curve`);
+this name is kept so that `from sweep_index import read_index` keeps working.
 """
 from __future__ import annotations
 
-import csv
+import argparse
 import os
-from collections import defaultdict
+import sys
 
-import numpy as np
-
-from stale_h5 import load_run
-
-
-def read_index(sweep_dir: str) -> list[dict]:
-    with open(os.path.join(sweep_dir, "index.csv")) as f:
-        return list(csv.DictReader(f))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stale_analysis import AnalysisError, axes_of, group_rows, mean_curve, parse_where, read_index, run_cli  # noqa: E402,F401
+from stale_analysis.grouping import matches, parse_keys, sort_key  # noqa: E402
 
 
-def axes_of(rows: list[dict]) -> list[str]:
-    fixed = {"run", "position", "status", "k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound",
-             "time_to_eps_k", "time_to_eps", "wall_seconds", "path"}
-    return [c for c in rows[0].keys() if c not in fixed] if rows else []
-
-
-def group(rows: list[dict], exclude: list[str]) -> dict[tuple, list[dict]]:
-    """Rows grouped by every varying key except `exclude` (e.g. seed and the step size)."""
-    keys = [a for a in axes_of(rows) if a not in exclude]
-    out = defaultdict(list)
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("sweep_dir")
+    p.add_argument("--where", action="append", help="keep rows with key=value (repeatable)")
+    p.add_argument("--columns", help="comma-separated columns (default: the grid axes, status, k, subopt)")
+    a = p.parse_args(argv)
+    rows = read_index(a.sweep_dir)
+    if not rows:
+        raise AnalysisError(f"{a.sweep_dir}: the index has no rows")
+    for key, value in parse_where(a.where):
+        if key not in rows[0]:
+            raise AnalysisError(f"{a.sweep_dir}: unknown column '{key}' (columns: {', '.join(rows[0])})")
+        rows = [r for r in rows if matches(r[key], value)]
+    cols = parse_keys(a.columns) or axes_of(rows or read_index(a.sweep_dir)) + ["status", "k", "subopt"]
+    for c in cols:
+        if rows and c not in rows[0]:
+            raise AnalysisError(f"{a.sweep_dir}: unknown column '{c}' (columns: {', '.join(rows[0])})")
+    rows.sort(key=lambda r: sort_key(tuple(r[c] for c in cols)))
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
     for r in rows:
-        out[tuple((k, r[k]) for k in keys)].append(r)
-    return dict(out)
+        print("| " + " | ".join(r[c] for c in cols) + " |")
 
 
-def mean_curve(sweep_dir: str, rows: list[dict], x: str = "k", y: str = "subopt"):
-    """Mean and min/max over the rows' runs of metric `y` against `x` (runs of one
-    configuration share their logging grid; a diverged run makes the curve inf from where it
-    stopped). Returns x, mean, lo, hi, the runs."""
-    runs = [load_run(os.path.join(sweep_dir, r["path"])) for r in rows if r["status"] in ("ok", "diverged")]
-    if not runs:
-        return None
-    n = max(len(r.metrics[x]) for r in runs)
-    ref = max(runs, key=lambda r: len(r.metrics[x]))
-    xs = np.asarray(ref.metrics[x], dtype=float)
-    ys = []
-    for r in runs:
-        v = np.asarray(r.metrics[y], dtype=float)
-        v = np.where(np.isfinite(v), v, np.inf)
-        if len(v) < n:
-            v = np.concatenate([v, np.full(n - len(v), np.inf)])
-        ys.append(v)
-    ys = np.array(ys)
-    with np.errstate(invalid="ignore", over="ignore"):
-        return xs, ys.mean(axis=0), ys.min(axis=0), ys.max(axis=0), runs
+if __name__ == "__main__":
+    sys.exit(run_cli(main))

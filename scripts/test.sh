@@ -11,4 +11,7 @@ cd "${BUILD_DIR:-build}"
 ctest --output-on-failure -j "$(nproc)" --timeout 600
 # the NumPy reference's own checks against theory.md (the golden test above trusts it)
 python3 "$root/tests/reference/test_reference.py" >/dev/null
+cd "$root"
+# the analysis scripts (tests/python, pytest); exit code 5 = no tests collected, which is a failure here too
+STALE_BIN="${BUILD_DIR:-build}/stale" python3 -m pytest -q tests/python || { rc=$?; [[ $rc -eq 5 ]] && echo "test.sh: pytest collected no tests" >&2; exit "$rc"; }
 echo "test.sh: total $(( $(date +%s) - start )) s" >&2

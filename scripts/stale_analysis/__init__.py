@@ -1,0 +1,23 @@
+"""The analysis layer shared by every script in scripts/: reading run files and sweep folders,
+selecting and grouping runs by config keys, deciding which runs diverged, the step-size rule
+of docs/theory.md §8 and the exponent fits of the audits (docs/theory.md §9).
+
+The scripts (plot_runs.py, summarize_runs.py, stepsize.py, experiments.py, audits.py, …) are
+thin command lines over this package, so a rule (what counts as diverged, how runs are
+grouped, how values sort) is written once and every figure and table follows it.
+"""
+from .errors import AnalysisError, run_cli, warn
+from .runs import DIVERGENCE_FACTOR, Run, divergence_reason, is_diverged, load_run, load_runs
+from .grouping import Group, filter_runs, group_runs, parse_keys, parse_where, sort_key
+from .sweeps import axes_of, find_sweep, group_rows, mean_curve, read_index
+from .stepsize import THRESHOLDS, choose, is_stable, select, tail_stats
+from .fits import fit_exponent, positive_tail
+
+__all__ = [
+    "AnalysisError", "run_cli", "warn",
+    "DIVERGENCE_FACTOR", "Run", "divergence_reason", "is_diverged", "load_run", "load_runs",
+    "Group", "filter_runs", "group_runs", "parse_keys", "parse_where", "sort_key",
+    "axes_of", "find_sweep", "group_rows", "mean_curve", "read_index",
+    "THRESHOLDS", "choose", "is_stable", "select", "tail_stats",
+    "fit_exponent", "positive_tail",
+]

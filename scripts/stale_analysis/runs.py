@@ -1,0 +1,144 @@
+"""Run files (HDF5, one per `stale run`): the metrics, the resolved config, the theory
+constants, and the rule that decides whether a run diverged."""
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+
+from .errors import AnalysisError
+
+# A run whose final f − f_* (or loss, when f_* is unknown) exceeds this multiple of its start
+# value diverged, whatever its status says (the harness's own threshold, issue #13).
+DIVERGENCE_FACTOR = 1e6
+
+# Keys that are not config keys but can be grouped or filtered on like one.
+PSEUDO_KEYS = ("status", "file")
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def flatten(node: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in node.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+@dataclass
+class Run:
+    path: str
+    config: dict
+    status: str
+    metrics: dict[str, np.ndarray]
+    theory: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+    objective: dict = field(default_factory=dict)
+
+    @property
+    def flat(self) -> dict:
+        if "_flat" not in self.__dict__:
+            self.__dict__["_flat"] = flatten(self.config)
+        return self.__dict__["_flat"]
+
+    def has_key(self, dotted: str) -> bool:
+        return dotted in PSEUDO_KEYS or dotted in self.flat
+
+    def key(self, dotted: str):
+        """Value of a dotted config key, e.g. run.key('delay.max'); 'status' and 'file' too.
+        An unknown key is an AnalysisError naming the key and the closest valid ones."""
+        if dotted == "status":
+            return self.status
+        if dotted == "file":
+            return os.path.basename(self.path)
+        try:
+            return self.flat[dotted]
+        except KeyError:
+            near = difflib.get_close_matches(dotted, list(self.flat) + list(PSEUDO_KEYS), n=3)
+            hint = f"; did you mean {', '.join(near)}?" if near else "; `stale keys` lists the valid keys"
+            raise AnalysisError(f"{self.path}: unknown key '{dotted}'{hint}") from None
+
+    def series(self, name: str) -> np.ndarray:
+        if name not in self.metrics:
+            raise AnalysisError(f"{self.path}: no metric '{name}' (has: {', '.join(sorted(self.metrics))})")
+        return np.asarray(self.metrics[name], dtype=float)
+
+    @property
+    def lr(self) -> float:
+        return float(self.theory.get("lr", self.flat.get("method.lr", math.nan)))
+
+
+def load_run(path: str) -> Run:
+    if not os.path.exists(path):
+        raise AnalysisError(f"{path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise AnalysisError(f"{path}: not a readable HDF5 run file ({e})") from None
+    with f:
+        if "config" not in f.attrs or "metrics" not in f:
+            raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
+        config = tomllib.loads(_text(f.attrs["config"]))
+        metrics = {name: f["metrics"][name][()] for name in f["metrics"]}
+        theory = {k: _text(v) for k, v in f["theory"].attrs.items()} if "theory" in f else {}
+        objective = {k: _text(v) for k, v in f["objective"].attrs.items()} if "objective" in f else {}
+        attrs = {k: _text(v) for k, v in f.attrs.items() if k != "config"}
+        return Run(path, config, _text(f.attrs.get("status", "unknown")), metrics, theory, attrs, objective)
+
+
+def load_runs(paths) -> list[Run]:
+    if not paths:
+        raise AnalysisError("no run files given")
+    return [load_run(p) for p in paths]
+
+
+def x_series(run: Run, x: str) -> np.ndarray:
+    """The x axis of a run: block updates k, or the simulated time of the updates (0 at k = 0,
+    where no op has run yet). A run without a schedule has no time: AnalysisError."""
+    v = run.series(x).copy()
+    if x == "time":
+        if len(v) and not np.isfinite(v[0]):
+            v[0] = 0.0
+        if not np.all(np.isfinite(v)):
+            raise AnalysisError(f"{run.path}: no simulated time (a method without a schedule); use --x k")
+    return v
+
+
+def progress_series(run: Run) -> np.ndarray:
+    """f − f_* where f_* is known, the loss otherwise."""
+    sub = np.asarray(run.metrics.get("subopt", []), dtype=float)
+    if len(sub) and np.isfinite(sub[0]):
+        return sub
+    return np.asarray(run.metrics.get("loss", sub), dtype=float)
+
+
+def divergence_reason(run: Run, factor: float = DIVERGENCE_FACTOR) -> str | None:
+    """Why the run counts as diverged, or None: its status is not ok, its last value is not
+    finite, or f − f_* (the loss when f_* is unknown) ended above `factor` × its start."""
+    if run.status != "ok":
+        return f"status {run.status}"
+    y = progress_series(run)
+    if len(y) == 0:
+        return None
+    last = y[-1]
+    if not math.isfinite(last):
+        return "non-finite value"
+    start = abs(y[0])
+    if start > 0 and math.isfinite(start) and last > factor * start:
+        return f"ended at {last:.3g} > {factor:g} × start {start:.3g}"
+    return None
+
+
+def is_diverged(run: Run, factor: float = DIVERGENCE_FACTOR) -> bool:
+    return divergence_reason(run, factor) is not None

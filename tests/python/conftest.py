@@ -1,0 +1,137 @@
+"""Fixtures of the analysis-script tests: small run files made by the `stale` binary (skipped
+when it is not built) and synthetic run files and sweep folders written with h5py, whose
+curves are chosen by hand so that the expected answers are known exactly."""
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPTS = os.path.join(ROOT, "scripts")
+sys.path.insert(0, SCRIPTS)
+
+
+def script(name: str, *args, cwd=None):
+    """Runs scripts/<name> with args; returns the CompletedProcess (text, captured)."""
+    return subprocess.run([sys.executable, os.path.join(SCRIPTS, name), *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd or ROOT, env={**os.environ, "MPLBACKEND": "Agg"})
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return repr(v)
+
+
+def to_toml(cfg: dict) -> str:
+    top = [f"{k} = {_toml_value(v)}" for k, v in cfg.items() if not isinstance(v, dict)]
+    parts = ["\n".join(top)]
+    for k, v in cfg.items():
+        if isinstance(v, dict):
+            parts.append(f"[{k}]\n" + "\n".join(f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()))
+    return "\n\n".join(parts) + "\n"
+
+
+def base_config(**over) -> dict:
+    """A config with the sections the scripts read; keys given as 'section.key'=value."""
+    cfg = {"seed": 0,
+           "objective": {"name": "quadratic", "stages": 8},
+           "method": {"name": "rpd", "lr": 0.015625, "updates": 100, "time_budget": 0.0, "batch_order": "auto"},
+           "delay": {"name": "uniform", "max": 0},
+           "log": {"exact_mean": True, "out": ""}}
+    for key, value in over.items():
+        if "." in key:
+            sec, name = key.split(".", 1)
+            cfg[sec][name] = value
+        else:
+            cfg[key] = value
+    return cfg
+
+
+def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, **config):
+    """A run file with the layout of src/io/run_log.cpp, reduced to what the scripts read."""
+    cfg = base_config(**config)
+    subopt = np.asarray(subopt, dtype=float)
+    n = len(subopt)
+    k = np.linspace(0, cfg["method"]["updates"], n)
+    gm = np.abs(subopt) * 0.1
+    bound = np.full(n, 10.0) * (1 + gm) if bound is None else np.asarray(bound, float)
+    with h5py.File(path, "w") as f:
+        f.attrs["config"] = to_toml(cfg)
+        f.attrs["status"] = status
+        f.attrs["version"] = "test"
+        f.attrs["git_sha"] = "0"
+        m = f.create_group("metrics")
+        for name, v in {"k": k, "subopt": subopt, "loss": subopt, "grad_norm_sq_mean": gm, "bound": bound,
+                        "bound_stale": bound * 0.5, "time": np.full(n, np.nan) if time is None else time}.items():
+            m[name] = v
+        t = f.create_group("theory")
+        lr = cfg["method"]["lr"]
+        for key, v in {"L": L, "f_star": 0.0, "lr": lr, "K": cfg["method"]["updates"], "S": cfg["objective"]["stages"],
+                       "delta": float(cfg["delay"]["max"]), "G": 1.0, "lr_within_1_over_L": int(lr <= 1 / L)}.items():
+            t.attrs[key] = v
+    return str(path)
+
+
+def write_sweep(folder, points):
+    """A sweep folder: points = [(axes dict, subopt curve, status)]; index.csv lists the axes."""
+    os.makedirs(os.path.join(folder, "runs"), exist_ok=True)
+    axes = list(points[0][0])
+    rows = []
+    for i, (ax, curve, status) in enumerate(points):
+        rel = os.path.join("runs", f"r{i}.h5")
+        write_run(os.path.join(folder, rel), curve, status=status, **ax)
+        rows.append({"run": f"r{i}", "position": i, **ax, "status": status, "k": 100, "subopt": float(curve[-1]),
+                     "path": rel})
+    with open(os.path.join(folder, "index.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return str(folder)
+
+
+def decaying(c, n=40, rate=3.0):
+    """A smooth, stable curve c·(0.2 + e^{−rate t}) on t ∈ [0, 1]."""
+    t = np.linspace(0, 1, n)
+    return c * (0.2 + np.exp(-rate * t))
+
+
+@pytest.fixture(scope="session")
+def stale_bin():
+    path = os.path.abspath(os.environ.get("STALE_BIN") or os.path.join(ROOT, os.environ.get("BUILD_DIR", "build"), "stale"))
+    if not os.path.exists(path):
+        pytest.skip(f"{path} not built")
+    return path
+
+
+@pytest.fixture(scope="session")
+def binary_runs(stale_bin, tmp_path_factory):
+    """Run files made by the binary: RPD on the E1 problem, 200 updates, for
+    δ ∈ {0, 8} × γ ∈ {2^-6, 2^-5} × seeds {0, 1}; one run with γ = 1 (diverges); one PipeDream run (E2 problem, S = 4, 120 slots)."""
+    d = tmp_path_factory.mktemp("runs")
+    runs = {}
+
+    def run(name, *over, config="main_rpd_delays.toml"):
+        out = d / f"{name}.h5"
+        r = subprocess.run([stale_bin, "run", os.path.join(ROOT, "experiments", config), *over, "--out", str(out), "-q"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        runs[name] = str(out)
+
+    for delta in (0, 8):
+        for lr in (0.015625, 0.03125):
+            for seed in (0, 1):
+                run(f"d{delta}_lr{lr}_s{seed}", "method.updates=200", "log.every=20", f"delay.max={delta}",
+                    f"method.lr={lr}", f"seed={seed}")
+    run("diverging", "method.updates=400", "log.every=20", "delay.max=0", "method.lr=1.0")
+    # a schedule method (PipeDream on the E2 problem, S = 4): its run file has /schedule and a time axis
+    run("pipedream", "objective.stages=4", "method.time_budget=120", config="e2_nesterov.toml")
+    return runs

@@ -1,0 +1,28 @@
+"""plot_schedule.py draws both a schedule file and a training run's /schedule group."""
+from __future__ import annotations
+
+import subprocess
+
+from conftest import script
+
+
+def test_timeline_of_a_training_run(binary_runs, tmp_path):
+    out = tmp_path / "pd.png"
+    r = script("plot_schedule.py", binary_runs["pipedream"], "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert out.stat().st_size > 0
+
+
+def test_timeline_of_a_schedule_file(stale_bin, tmp_path):
+    h5 = tmp_path / "pd4.h5"
+    r = subprocess.run([stale_bin, "schedule", "pipedream", "--stages", "4", "--microbatches", "12", "--out", str(h5)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = script("plot_schedule.py", h5, "-o", tmp_path / "pd4.png")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_run_without_a_schedule_is_one_line(binary_runs, tmp_path):
+    r = script("plot_schedule.py", binary_runs["d0_lr0.015625_s0"], "-o", tmp_path / "x.png")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "no /schedule group" in r.stderr

@@ -1,0 +1,120 @@
+"""The step-size rule of docs/theory.md §8 and the exponent fits of §9 on hand-made curves
+(scripts/stale_analysis/stepsize.py, fits.py), and stepsize.py over a synthetic sweep."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from conftest import decaying, script, write_sweep
+from stale_analysis import choose, fit_exponent, is_stable, positive_tail, tail_stats
+from stale_analysis.fits import r_squared
+
+
+def test_a_smooth_decaying_curve_is_stable():
+    st = tail_stats(decaying(1.0))
+    assert st["finite"] and is_stable(st)
+    assert st["up_frac"] == 0.0 and st["log_slope"] < 0
+
+
+def test_an_oscillating_tail_is_unstable():
+    y = decaying(1.0)
+    y[-10:] *= np.array([1.0, 1.3] * 5)  # upward jumps of 30%
+    st = tail_stats(y)
+    assert st["finite"] and not is_stable(st)
+    assert st["max_jump"] > 0.05 and st["up_frac"] >= 0.45
+
+
+def test_a_rising_tail_is_unstable_by_its_log_slope():
+    y = np.linspace(1.0, 2.0, 40)
+    st = tail_stats(y)
+    assert st["log_slope"] > 1e-4 and not is_stable(st)
+
+
+def test_the_rule_takes_the_smallest_step_within_5_percent_of_the_best_stable_tail():
+    cands = {lr: tail_stats(decaying(c)) for lr, c in ((0.25, 1.0), (0.5, 1.04), (1.0, 1.2), (0.125, 1.06))}
+    # tails: 0.25 → best; 0.5 within 4%; 0.125 is 6% worse; the smallest within 5% is 0.25
+    lr, why = choose(cands)
+    assert lr == 0.25 and why.startswith("stable")
+    cands[0.125] = tail_stats(decaying(1.03))
+    assert choose(cands)[0] == 0.125
+    assert choose(cands, rule="best")[0] == 0.25
+
+
+def test_without_a_stable_step_the_lowest_tail_wins():
+    y1 = decaying(1.0)
+    y1[-10:] *= np.array([1.0, 1.3] * 5)
+    y2 = decaying(2.0)
+    y2[-10:] *= np.array([1.0, 1.3] * 5)
+    lr, why = choose({0.1: tail_stats(y2), 0.2: tail_stats(y1)})
+    assert lr == 0.2 and why.startswith("none stable")
+
+
+def test_diverged_curves_are_never_chosen_and_raise_no_numpy_warnings():
+    big = decaying(1.0) * np.logspace(0, 300, 40)  # ends at 1e300 × its start: overflow territory
+    with_inf = decaying(1.0)
+    with_inf[30:] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stats = {0.5: tail_stats(big), 1.0: tail_stats(with_inf), 0.01: tail_stats(decaying(3.0))}
+        assert not stats[0.5]["finite"] and not stats[1.0]["finite"]
+        assert choose(stats)[0] == 0.01
+        assert choose({0.5: stats[0.5], 1.0: stats[1.0]}) == (0.5, "every step size diverged; smallest reported")
+
+
+def test_exponent_fit_recovers_a_power_law_exactly():
+    x = np.array([4, 8, 16, 32, 64])
+    Y = np.array([3.0 * x ** 2.0, 3.0 * x ** 2.0])
+    est, lo, hi = fit_exponent(x, Y)
+    assert est == pytest.approx(2.0, abs=1e-9)
+    assert lo == pytest.approx(2.0, abs=1e-9) and hi == pytest.approx(2.0, abs=1e-9)
+    assert r_squared(x, Y[0]) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_exponent_fit_interval_covers_the_truth_under_seed_noise():
+    rng = np.random.default_rng(1)
+    x = np.array([2, 4, 8, 16, 32, 64], float)
+    Y = np.array([0.5 * x ** 4 * np.exp(rng.normal(0, 0.1, len(x))) for _ in range(8)])
+    est, lo, hi = fit_exponent(x, Y)
+    assert abs(est - 4.0) < 0.05
+    assert lo <= est <= hi and hi - lo < 0.2
+
+
+def test_exponent_fit_skips_non_positive_means():
+    x = [1, 2, 4, 8]
+    est, _, _ = fit_exponent(x, [[-1.0, -2.0, 16.0, 64.0]])
+    assert est == pytest.approx(2.0)
+    assert math.isnan(fit_exponent(x, [[-1, -1, -1, 1.0]])[0])
+
+
+def test_positive_tail():
+    assert positive_tail([1, 2, 4, 8], [-1, 2, -3, 4]) == 3
+    assert positive_tail([1, 2, 4, 8], [-1, -2, 3, 4]) == 2
+    assert positive_tail([1, 2], [1, 2]) == 0
+
+
+def test_stepsize_cli_sorts_configurations_numerically(tmp_path):
+    points = []
+    for delta in (180, 8, 30):
+        for lr in (0.01, 0.02):
+            for seed in (0, 1):
+                points.append(({"delay.max": delta, "method.lr": lr, "seed": seed},
+                               decaying(1.0 + delta / 100 + (lr == 0.02) * 0.5), "ok"))
+    d = write_sweep(tmp_path / "sw", points)
+    r = script("stepsize.py", d)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""  # no numpy warnings
+    configs = [line.split("|")[1].strip() for line in r.stdout.splitlines()[2:]]
+    assert configs == ["delay.max=8", "delay.max=30", "delay.max=180"]
+    assert all("| 0.01 |" in line for line in r.stdout.splitlines()[2:])
+
+
+def test_stepsize_cli_unknown_lr_key_is_one_line(tmp_path):
+    d = write_sweep(tmp_path / "sw", [({"method.lr": 0.1, "seed": 0}, decaying(1.0), "ok")])
+    r = script("stepsize.py", d, "--lr-key", "method.rate")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "'method.rate' is not an axis" in r.stderr
+    r = script("stepsize.py", tmp_path / "nowhere")
+    assert r.returncode == 2 and "not a sweep folder" in r.stderr
