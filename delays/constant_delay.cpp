@@ -1,5 +1,5 @@
 // Every block is read exactly δ updates old (min(δ, k) at the start): the worst case the
-// bound of theory.md §3 allows, applied to every block at every step.
+// bound of docs/theory.md §3 allows, applied to every block at every step.
 #include "delays/delay_registry.hpp"
 #include "src/config/config.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
-// Delay models (design.md "DelayModel"): for update k and block i, how many block updates
-// old the value of block i is that update k reads (theory.md §1: delay = k − j_k^(i)).
+// Delay models (docs/design.md "DelayModel"): for update k and block i, how many block updates
+// old the value of block i is that update k reads (docs/theory.md §1: delay = k − j_k^(i)).
 //
 // Every model is a pure function of (seed, k, i) — a counter-based draw, not a sequential
 // stream — so a delay never depends on how often it was asked for, on logging, or on

@@ -1,6 +1,6 @@
 // Light-tailed random delays: geometric with success probability p = 1/(1 + mean), so the
 // untruncated mean is `mean`, truncated to {0, …, min(δ, k)} (a delay must be bounded for
-// theory.md §3). Drawn by inverting the truncated CDF
+// docs/theory.md §3). Drawn by inverting the truncated CDF
 //   F(j) = (1 − q^{j+1}) / (1 − q^{cap+1}),  q = 1 − p.
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// The RPD authors' delay rule (theory.md §2): each block's delay is drawn i.i.d. uniform on
+// The RPD authors' delay rule (docs/theory.md §2): each block's delay is drawn i.i.d. uniform on
 // {0, …, min(δ, k)}, independently of the stage and batch draws.
 #include <algorithm>
 

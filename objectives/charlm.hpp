@@ -1,5 +1,5 @@
 #pragma once
-// The character-level GPT objective (theory.md §7, experiment E5): a GPT-2-style model cut
+// The character-level GPT objective (docs/theory.md §7, experiment E5): a GPT-2-style model cut
 // into S pipeline stages,
 //
 //   stage 0          token + position embedding                x = wte[tok] + wpe[t]

@@ -1,5 +1,5 @@
 #pragma once
-// Layers of the character-level GPT (theory.md §7), llm.c style: each layer is a pair
+// Layers of the character-level GPT (docs/theory.md §7), llm.c style: each layer is a pair
 // `X_forward` / `X_backward` over plain row-major arrays, templated on the scalar (float for
 // training, double for gradient checks). This CPU version (Eigen GEMMs + OpenMP) is the
 // reference every fast path (charlm_cuda.cu) is checked against.

@@ -1,5 +1,5 @@
 #pragma once
-// Exact constants of the linear models, needed by the bound of theory.md §3:
+// Exact constants of the linear models, needed by the bound of docs/theory.md §3:
 //  - least squares: H = Xᵀ diag(c) X is the Hessian; L = λ_max(H), μ = λ_min(H) exactly;
 //    f_* = 0 in closed form when y = X w_true (all three generators), else a normal-equation
 //    solve;

@@ -1,5 +1,5 @@
 #pragma once
-// Data of the linear models (theory.md §7): a design matrix X (n × d), targets y, and the
+// Data of the linear models (docs/theory.md §7): a design matrix X (n × d), targets y, and the
 // fixed partition of the rows into M near-equal mini-batches. Produced by the generators
 // (on the host, seeded) or by the LIBSVM loader, then handed to a backend's objective.
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Per-sample losses ℓ(a, y) of the linear models at the activation a = xᵀw, with ℓ' and ℓ''
-// (theory.md §7). Header-only and free of Eigen so that the CUDA twins can share them.
+// (docs/theory.md §7). Header-only and free of Eigen so that the CUDA twins can share them.
 #include <cmath>
 
 #ifdef __CUDACC__

@@ -1,6 +1,6 @@
 #pragma once
 // CPU twin (Eigen + OpenMP, float64) of the linear models: least squares and logistic
-// regression as S-stage pipelines (theory.md §7). Stage s adds X_b[:, slice_s] w^(s) to the
+// regression as S-stage pipelines (docs/theory.md §7). Stage s adds X_b[:, slice_s] w^(s) to the
 // running activation; the loss head applies ℓ; the (λ/2)‖w‖² term enters each stage's
 // backward as λ w^(s).
 #include <memory>

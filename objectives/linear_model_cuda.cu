@@ -1,5 +1,5 @@
 // CUDA twin of the linear models (least squares and logistic regression as S-stage
-// pipelines, theory.md §7): the device half, behind the Eigen-free LinearCudaEngine
+// pipelines, docs/theory.md §7): the device half, behind the Eigen-free LinearCudaEngine
 // (linear_cuda_engine.hpp explains why no Eigen type enters a .cu file).
 //
 // What lives on the device, uploaded once at construction: the data matrix X (n × d,

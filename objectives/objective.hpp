@@ -1,5 +1,5 @@
 #pragma once
-// The objective interface every method reads (design.md "Objective").
+// The objective interface every method reads (docs/design.md "Objective").
 //
 //   f(w) = (1/M) Σ_m f_m(w),   w = (w^(1), …, w^(S)) split by a BlockPartition.
 //
@@ -7,7 +7,7 @@
 //  - full value / gradient at a point (metrics, the bound, f_*),
 //  - mini-batch gradient at a (mixed, stale) point, whole or one block (RPD, SGD),
 //  - the stage-wise pipeline: stage s maps an activation with its block w^(s), the loss head
-//    turns the last activation into the loss, backward runs the other way (theory.md §7).
+//    turns the last activation into the loss, backward runs the other way (docs/theory.md §7).
 //    Methods without weight stashing need this view: their backward uses weights that differ
 //    from the ones the forward saw.
 // Batches are a fixed partition of the samples into M near-equal parts; the sampler lives in

@@ -1,4 +1,4 @@
-// Stage-distributed LocalSGD, the comparison method of [RPD] (theory.md §6).
+// Stage-distributed LocalSGD, the comparison method of [RPD] (docs/theory.md §6).
 //
 //   R replicas (default R = S), micro-batch mb trains replica mb mod R;
 //   each replica takes H local SGD steps per round, every block fresh (no staleness):

@@ -23,7 +23,7 @@ struct SimResult;
 // delay table, the bound — reads K and δ from here, never from method.updates.
 struct RunPlan {
   int64_t updates = 0;           // K: block updates the run performs (unless it diverges)
-  int64_t delay_bound = 0;       // δ of theory.md §3 (0 for fresh-read methods)
+  int64_t delay_bound = 0;       // δ of docs/theory.md §3 (0 for fresh-read methods)
   double delay_mean = 0;         // steady-state mean delay (reports)
   std::string delay_name = "zero";
   // schedule-driven methods and rpd over a schedule: the planned schedule and its simulation
@@ -80,7 +80,7 @@ class Method {
   int64_t delay_bound(const Objective& f) const { return plan(f).delay_bound; }
 };
 
-// hyperparameters every method shares (theory.md §2 notation)
+// hyperparameters every method shares (docs/theory.md §2 notation)
 struct MethodParams {
   double lr = 0.01;           // γ
   int64_t updates = 0;        // K, in block updates

@@ -1,5 +1,5 @@
 // PACI — local gradient accumulation as version control (Elam, Rahimi, Mendelson & Baskin
-// 2026, arXiv 2606.07881; theory.md §5).
+// 2026, arXiv 2606.07881; docs/theory.md §5).
 //
 //   asynchronous 1F1B without flush, stage s holds at most S − s micro-batches in flight;
 //   no stashing: F and B use block s as it is when they run;

@@ -1,5 +1,5 @@
 // PipeDream — asynchronous 1F1B with weight stashing (Narayanan et al. 2019; the schedule
-// and delay analysed by Ilin & Richtárik 2026, theory.md §4).
+// and delay analysed by Ilin & Richtárik 2026, docs/theory.md §4).
 //
 //   micro-batch mb, block a (stage a updates block a after every backward pass):
 //     w_{k+1}^(a) = w_k^(a) − γ ∇_{w^(a)} f_{mb}(z),   z^(j) = the version F(j, mb) read

@@ -1,4 +1,4 @@
-// PipeDream without weight stashing (theory.md §4 "Variants").
+// PipeDream without weight stashing (docs/theory.md §4 "Variants").
 //
 //   F(j, mb) reads block j when it runs;  B(a, mb) uses block a *as it is when B runs*,
 //   while the activations and the gradient arriving from stage a + 1 come from the versions

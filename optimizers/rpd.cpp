@@ -1,4 +1,4 @@
-// RPD — Randomized PipeDream (Ilin & Richtárik 2026, arXiv 2606.03498; theory.md §2).
+// RPD — Randomized PipeDream (Ilin & Richtárik 2026, arXiv 2606.03498; docs/theory.md §2).
 //
 //   for k = 0, 1, …:
 //     delays  d_k^(i) = k − j_k^(i) ∈ [0, min(δ, k)] from the delay model (independent of s_k, m_k)

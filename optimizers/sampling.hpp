@@ -1,5 +1,5 @@
 #pragma once
-// Samplers of RPD step 3 (theory.md §2) and the additive gradient noise, each on its own
+// Samplers of RPD step 3 (docs/theory.md §2) and the additive gradient noise, each on its own
 // seeded stream so that one never shifts another.
 #include "optimizers/method.hpp"
 #include "src/core/rng.hpp"

@@ -302,7 +302,7 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       Vec used = wj;
       if (opt.predict) {
         // extrapolate by the updates block j will see before this micro-batch's backward:
-        // J − 1 − j for asynchronous 1F1B (theory.md §5)
+        // J − 1 − j for asynchronous 1F1B (docs/theory.md §5)
         used += static_cast<double>(sim.max_crossed[j]) * velocity[j];
       }
       P.block(st.z, j) = used;

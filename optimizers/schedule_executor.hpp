@@ -1,6 +1,6 @@
 #pragma once
 // Executes a pipeline schedule's op stream over an objective's stage-wise forward/backward
-// (design.md "The one idea": every method is a schedule plus an update rule over per-block
+// (docs/design.md "The one idea": every method is a schedule plus an update rule over per-block
 // weight versions). The schedule says which op runs when; the simulator gives the serial
 // order and the simulated clock; this executor does the arithmetic:
 //

@@ -4,7 +4,7 @@
 //   w_{t+1} = w_t − γ_t (∇f_{m_t}(w_t) + ξ_t),   m_t uniform (or cyclic), ξ_t ~ N(0, σ² I)
 //
 // (or the momentum / AdamW rule of update_rule.hpp on the whole vector). One step updates
-// all S blocks, so it advances the block-update counter k by S (theory.md §1 counts block
+// all S blocks, so it advances the block-update counter k by S (docs/theory.md §1 counts block
 // updates). Robbins & Monro (1951).
 #include "optimizers/method_registry.hpp"
 #include "optimizers/sampling.hpp"

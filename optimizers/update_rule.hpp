@@ -1,5 +1,5 @@
 #pragma once
-// What a stage does with its gradient (style.md "ensmallen": an optimizer is a skeleton plus
+// What a stage does with its gradient (as in ensmallen: an optimizer is a skeleton plus
 // small policies). Hyperparameters come from the config; per-block state (velocity, Adam
 // moments) is created by make_state() when a run starts, one per block (and per replica),
 // because every pipeline stage steps its own optimizer.

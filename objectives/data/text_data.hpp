@@ -1,5 +1,5 @@
 #pragma once
-// A character-level text corpus (theory.md §7: Tiny Shakespeare, 65 characters).
+// A character-level text corpus (docs/theory.md §7: Tiny Shakespeare, 65 characters).
 //
 // The vocabulary is the sorted set of distinct bytes of the file (token id = rank), so it is
 // a pure function of the text; the token stream is split once into the first 90 % (train)

@@ -1,5 +1,5 @@
 #pragma once
-// Where objectives evaluate (design.md "Backend"). The backend is a value passed to the
+// Where objectives evaluate (docs/design.md "Backend"). The backend is a value passed to the
 // objective factory, never an #ifdef inside an algorithm: a build without nvcc links
 // cuda_runtime_nocuda.cpp, whose functions report "built without CUDA".
 #include <string>

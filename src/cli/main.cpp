@@ -1,4 +1,4 @@
-// The `stale` command line: run, sweep, schedule, sample, info, keys (design.md "Command line").
+// The `stale` command line: run, sweep, schedule, sample, info, keys (docs/design.md "Command line").
 // User errors (bad config, missing file) print one line and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
 #include <cstdio>

@@ -1,5 +1,5 @@
 #pragma once
-// The split of w ∈ R^d into S contiguous, near-equal blocks (theory.md §1, §7): the first
+// The split of w ∈ R^d into S contiguous, near-equal blocks (docs/theory.md §1, §7): the first
 // d mod S blocks get one extra coordinate. Block s is pipeline stage s.
 #include <string>
 #include <vector>

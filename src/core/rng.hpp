@@ -1,7 +1,7 @@
 #pragma once
 // Seeded random streams. One base seed; an independent stream per purpose, so that
 // changing the logging cadence or adding a metric never moves a trajectory, and so that
-// results do not depend on thread count (design.md "Conventions").
+// results do not depend on thread count (docs/design.md "Conventions").
 //
 // The generators are written here (splitmix64 seeding + xoshiro256**, Box–Muller normals,
 // Lemire's unbiased bounded integers) rather than taken from <random>, whose distributions

@@ -1,5 +1,5 @@
 #pragma once
-// The run file (design.md "The run file"): one HDF5 file per run, readable with plain h5py.
+// The run file (docs/design.md "The run file"): one HDF5 file per run, readable with plain h5py.
 // Written as NAME.h5.partial and renamed to NAME.h5 by finish(); abort() removes it, so a
 // failed run leaves nothing half-written under the final name. Series are buffered and
 // appended in blocks (flush()), so a killed run still leaves a readable .partial.

@@ -1,5 +1,5 @@
 #pragma once
-// The schedule file written by `stale schedule --out FILE.h5` (design.md "The run file",
+// The schedule file written by `stale schedule --out FILE.h5` (docs/design.md "The run file",
 // group /schedule), readable with plain h5py:
 //
 //   /                 attrs: file_kind = "stale schedule", schema_version, schedule, stages,

@@ -1,4 +1,4 @@
-// Asynchronous 1F1B on the slot clock (theory.md §4–§6): the rules of PipeDream, PACI, 2BW
+// Asynchronous 1F1B on the slot clock (docs/theory.md §4–§6): the rules of PipeDream, PACI, 2BW
 // and LocalSGD are stated as "a stage runs an op when its dependencies finished in an earlier
 // slot, with this preference and this in-flight limit", not as a fixed order. This generator
 // plays those rules once with unit costs and records the order each stage chose; that order

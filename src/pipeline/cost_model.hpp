@@ -1,5 +1,5 @@
 #pragma once
-// How long each op takes (design.md "Simulator"). Durations are in abstract time units; the
+// How long each op takes (docs/design.md "Simulator"). Durations are in abstract time units; the
 // default (every F and B takes 1, W takes 0, no latency, no noise) is the slot clock of the
 // papers.
 //

@@ -1,4 +1,4 @@
-// Stage-distributed LocalSGD, the comparison in [RPD] (theory.md §6).
+// Stage-distributed LocalSGD, the comparison in [RPD] (docs/theory.md §6).
 //  - R logical full-model replicas share one pipeline: micro-batch mb belongs to replica
 //    mb mod R; each replica takes H local SGD steps (one per micro-batch) per round, so a
 //    round is R·H micro-batches;

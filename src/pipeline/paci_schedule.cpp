@@ -1,4 +1,4 @@
-// PACI (Elam et al. 2026, "Breaking the Bubble"; theory.md §5): asynchronous 1F1B with the
+// PACI (Elam et al. 2026, "Breaking the Bubble"; docs/theory.md §5): asynchronous 1F1B with the
 // flush removed, so the pipeline never drains between global batches.
 //  - stage s (0-indexed) holds at most S − s micro-batches in flight (Megatron's 1F1B memory);
 //  - backward first: a stage runs B whenever one is ready, else F if its limit allows;

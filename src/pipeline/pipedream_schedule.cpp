@@ -1,5 +1,5 @@
 // PipeDream: asynchronous 1F1B with weight stashing (Narayanan et al., SOSP 2019), with the
-// exact rules of theory.md §4 [RPD]:
+// exact rules of docs/theory.md §4 [RPD]:
 //  - every op takes one slot and may start only when its dependencies finished in an earlier
 //    slot; a stage runs an op whenever one is ready;
 //  - at most S micro-batches in flight: stage 0 admits a new one only while fewer than S are
@@ -8,7 +8,7 @@
 //  - a stage prefers B until its first B, then alternates F and B when both are ready;
 //  - no flush: every B updates its block at once (one block update per backward pass);
 //  - weight stashing: B on stage s uses the block version F on stage s used.
-// With these rules the worst steady-state delay is S² − S/2 for even S (theory.md §4).
+// With these rules the worst steady-state delay is S² − S/2 for even S (docs/theory.md §4).
 #include <limits>
 
 #include "src/pipeline/schedule_builder.hpp"

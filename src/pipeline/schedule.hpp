@@ -1,5 +1,5 @@
 #pragma once
-// Pipeline schedules as data (design.md "Schedule"; style.md "DeepSpeed / torchgpipe").
+// Pipeline schedules as data (docs/design.md "Schedule"; the DeepSpeed / torchgpipe way: a schedule is data that interpreters read).
 //
 // A schedule is, for each device (pipeline stage), the ordered list of ops it executes: F
 // (forward of one micro-batch through one block), B (backward; with `split_backward` only

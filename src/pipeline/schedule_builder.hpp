@@ -43,7 +43,7 @@ void flag_every(Schedule& s, int a);
 // micro-batches (flush schedules: all reads of a mini-batch see the same version).
 void flag_flush(Schedule& s, int64_t m);
 
-// Asynchronous 1F1B on the slot clock of theory.md §4: each op takes one slot and may start
+// Asynchronous 1F1B on the slot clock of docs/theory.md §4: each op takes one slot and may start
 // only when its dependencies finished in an earlier slot; a stage runs an op whenever one is
 // ready (work-conserving). F and B are each taken in micro-batch order. The resulting order
 // of each device is the schedule; the simulator replays it under any cost model.

@@ -1,5 +1,5 @@
 #pragma once
-// Discrete-event replay of a schedule on a cost model (design.md "Simulator").
+// Discrete-event replay of a schedule on a cost model (docs/design.md "Simulator").
 //
 // Each device runs its program in order; an op starts when the device is free and its
 // dependencies (schedule.hpp) have finished, plus the cost model's latency for a dependency on
@@ -7,7 +7,7 @@
 // op starts at an integer slot, after every dependency ended (end <= start).
 //
 // The serial order. Ops are numbered by (start time, device, position in the device's
-// program): slot by slot, in increasing stage order inside a slot, which is theory.md §4's
+// program): slot by slot, in increasing stage order inside a slot, which is docs/theory.md §4's
 // convention for unit costs and its natural extension to real-valued costs (an update
 // counts as before every op that starts no earlier than it, on a lower-or-equal device when
 // they start together; the device's own order breaks the remaining ties, which zero-cost W
@@ -17,7 +17,7 @@
 // Updates and reads. An op flagged Update is a block update. Updates are numbered
 // k = 0, 1, … in the serial order, per replica (one replica except LocalSGD, whose copies
 // are numbered separately so that another replica's steps never count as staleness).
-//   forward_read  c(j, mb): updates before F(j, mb) in the serial order (theory.md §4);
+//   forward_read  c(j, mb): updates before F(j, mb) in the serial order (docs/theory.md §4);
 //   forward_version(j, mb): updates of block j before F(j, mb), i.e. the block's version
 //       (for LocalSGD also counting replica averages);
 //   backward_version(j, mb): the version B(j, mb) used: the forward one with stashing,

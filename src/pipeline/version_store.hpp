@@ -1,5 +1,5 @@
 #pragma once
-// The one place staleness lives (design.md "VersionStore"). w_k is the model after k block
+// The one place staleness lives (docs/design.md "VersionStore"). w_k is the model after k block
 // updates; a read of block i at iterate j ∈ [k − bound, k] returns the value block i had in
 // w_j. Per block only the versions a read can still reach are kept: a ring that grows to at
 // most bound + 1 slots (at most `bound` versions can become current inside the window, plus
@@ -26,7 +26,7 @@ class VersionStore {
 
   // block i as it was in w_j (k − bound ≤ j ≤ k)
   Eigen::Map<const Vec> read(int block, int64_t j) const;
-  // z with z^(i) = block i of w_{k − delays[i]}: the mixed point of theory.md §1
+  // z with z^(i) = block i of w_{k − delays[i]}: the mixed point of docs/theory.md §1
   void gather(const std::vector<int64_t>& delays, Vec& z) const;
   // w_{k+1} = w_k with block i replaced; k ← k + 1
   void commit(int block, ConstVecRef value);

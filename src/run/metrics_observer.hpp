@@ -1,7 +1,7 @@
 #pragma once
 // Observes a method's updates and turns them into the run file's series: f − f_*, the exact
 // ‖∇f(w_k)‖² at the current iterate, its running mean (1/K) Σ_{k<K} ‖∇f(w_k)‖², the running
-// G = max block-gradient norm, and the bound of theory.md §3
+// G = max block-gradient norm, and the bound of docs/theory.md §3
 //
 //   2 S Δ_0 / (γ K) + γ S L G² + γ² L² δ² G²
 //

@@ -41,7 +41,7 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
   const auto& constants = f->constants();
   if (progress && std::isfinite(constants.L) && cfg.get_float("method.lr") > 1.0 / constants.L)
     std::fprintf(stderr,
-                 "warning: method.lr = %g exceeds 1/L = %.3g: the bound of theory.md §3 assumes γ ≤ 1/L and does not apply\n",
+                 "warning: method.lr = %g exceeds 1/L = %.3g: the bound of docs/theory.md §3 assumes γ ≤ 1/L and does not apply\n",
                  cfg.get_float("method.lr"), 1.0 / constants.L);
   // K·S as a quotient, so that an absurd K cannot overflow the product
   const bool keep_table = cfg.get_bool("log.delays") && K <= RunLog::kMaxDelayEntries / f->stages();

@@ -1,7 +1,7 @@
 // RPD against its definition: zero delay is block-coordinate SGD bit for bit; every read
 // stays inside the delay bound and equals the value the block had then; the version store
 // never holds more than bound + 1 versions per block; the measured mean squared gradient
-// stays below the bound of theory.md §3.
+// stays below the bound of docs/theory.md §3.
 #include <doctest/doctest.h>
 
 #include <map>

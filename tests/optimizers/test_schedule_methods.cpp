@@ -223,7 +223,7 @@ TEST_CASE("WeightStashingMakesPipeDreamsBackwardUseItsForwardVersion") {
   const Outcome& o = a;
   CHECK(o.plan.simulation->backward_differs == false);
   // PipeDream limits only stage 0, so intermediate stages can see more updates in flight
-  // than S − 1 − s (theory.md §4); the executed count is the simulator's
+  // than S − 1 − s (docs/theory.md §4); the executed count is the simulator's
   for (int s = 0; s < 4; ++s) CHECK(o.report.measured_crossed[s] == o.plan.simulation->max_crossed[s]);
   CHECK(o.report.measured_crossed[0] == 3);
   CHECK(o.report.measured_crossed[3] == 0);

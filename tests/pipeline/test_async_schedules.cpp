@@ -1,4 +1,4 @@
-// PipeDream, PACI and 2BW: the exact facts of theory.md §4–§5 on the slot clock.
+// PipeDream, PACI and 2BW: the exact facts of docs/theory.md §4–§5 on the slot clock.
 #include <doctest/doctest.h>
 
 #include <limits>
@@ -9,7 +9,7 @@ using namespace stale;
 
 namespace {
 
-// The rules of theory.md §4/§5 played slot by slot with explicit slot stamps, written
+// The rules of docs/theory.md §4/§5 played slot by slot with explicit slot stamps, written
 // separately from the generator: the op a stage runs in slot t is chosen among those whose
 // dependencies carry a stamp < t. Returns the slot of every (kind, stage, micro-batch).
 std::map<std::tuple<int, int, int64_t>, int64_t> reference_slots(int S, int64_t M, const std::vector<int64_t>& limit,
@@ -55,7 +55,7 @@ void check_matches_reference(const Schedule& s, const std::vector<int64_t>& limi
 
 }  // namespace
 
-TEST_CASE("pipedream replayed with unit costs is the slot clock of theory.md 4 (reference played separately)") {
+TEST_CASE("pipedream replayed with unit costs is the slot clock of docs/theory.md 4 (reference played separately)") {
   for (int S : {1, 2, 3, 5, 8, 13}) {
     for (int64_t M : {int64_t{1}, int64_t{S}, int64_t{3 * S + 2}}) {
       CAPTURE(S);

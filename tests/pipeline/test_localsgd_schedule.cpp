@@ -1,4 +1,4 @@
-// LocalSGD rounds (theory.md §6): no stale reads, drains between rounds, and R = H = 1 is naive.
+// LocalSGD rounds (docs/theory.md §6): no stale reads, drains between rounds, and R = H = 1 is naive.
 #include <doctest/doctest.h>
 
 #include "tests/pipeline/pipeline_test_util.hpp"

@@ -1,5 +1,5 @@
 // Property tests over every schedule and random (S, M, a, R, H, v) with random costs: what must
-// hold for any pipeline schedule (style.md "DeepSpeed / torchgpipe": schedules are tested by
+// hold for any pipeline schedule (as DeepSpeed and torchgpipe test theirs: schedules are tested by
 // invariants).
 #include <doctest/doctest.h>
 

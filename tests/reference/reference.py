@@ -1,13 +1,13 @@
 """An independent, slow, obviously correct NumPy reference for the harness's methods.
 
-Written from ../shared/docs/theory.md (§1, §2, §4–§7), not from the C++ code: every update is
+Written from docs/theory.md (§1, §2, §4–§7), not from the C++ code: every update is
 computed from the definitions with plain loops and full copies, nothing is cached or
 incremental. tests/reference/make_golden.py runs it and writes golden trajectories that the
 C++ test tests/reference/test_golden.cpp holds the harness to (1e-12 relative).
 
 What it computes
 ----------------
-Objectives (theory.md §7). X is n × d, y has n entries; the samples are split into M = n / b
+Objectives (docs/theory.md §7). X is n × d, y has n entries; the samples are split into M = n / b
 mini-batches of b consecutive rows (batch m = rows m·b … m·b + b − 1; n must be a multiple of
 b), and w into S contiguous blocks of d / S coordinates (d must be a multiple of S; the
 harness's "near-equal" blocks are then equal). The batch objective is
@@ -35,7 +35,7 @@ accumulator; after every `a`-th B of a stage the block steps by −γ · (sum of
 Each such step is one block update (k advances by one) and is recorded with the iterate after
 it and the loss f at that iterate.
 
-Conventions theory.md leaves open, and how this reference fixes them (as the harness's README,
+Conventions docs/theory.md leaves open, and how this reference fixes them (as the harness's README,
 docs and schedule tests define them: README "Design decisions", tests/pipeline/
 test_async_schedules.cpp, test_localsgd_schedule.cpp, tests/optimizers/test_schedule_methods.cpp):
 - batch order: schedule methods read the batches cyclically, micro-batch mb ↦ batch mb mod M
@@ -75,7 +75,7 @@ test_async_schedules.cpp, test_localsgd_schedule.cpp, tests/optimizers/test_sche
 import numpy as np
 
 # ---------------------------------------------------------------------------------------
-# objectives (theory.md §7)
+# objectives (docs/theory.md §7)
 
 
 class LinearObjective:
@@ -138,7 +138,7 @@ class LinearObjective:
 
 
 # ---------------------------------------------------------------------------------------
-# data (theory.md §7: random least squares, synthetic logistic regression)
+# data (docs/theory.md §7: random least squares, synthetic logistic regression)
 
 
 def make_least_squares(n, d, seed):
@@ -160,7 +160,7 @@ def make_logistic(n, d, seed):
 
 
 # ---------------------------------------------------------------------------------------
-# RPD (theory.md §2) given its draws
+# RPD (docs/theory.md §2) given its draws
 
 
 def uniform_delays(K, S, delta, rng):

@@ -1,6 +1,6 @@
 // The harness against an independent reference: tests/reference/reference.py is a slow NumPy
 // implementation of RPD, PipeDream (with and without stashing), PACI, 2BW, GPipe, 1F1B-flush
-// and LocalSGD written from ../shared/docs/theory.md alone, with its own unit-slot scheduler.
+// and LocalSGD written from docs/theory.md alone, with its own unit-slot scheduler.
 // tests/reference/make_golden.py ran it and wrote tests/reference/golden/: least-squares and
 // logistic data (read here through objective.generator = "file"), and for S ∈ {2, 4, 8} the
 // loss f(w_k) and iterate w_k at every block update of every method. Each method runs through
@@ -31,7 +31,7 @@ constexpr int64_t kGoldenVersion = 1;
 constexpr double kTol = 1e-12;
 const std::string kRegenerate =
     "regenerate the golden files with `python3 tests/reference/make_golden.py` (the reference is "
-    "tests/reference/reference.py) once you know which side is wrong against ../shared/docs/theory.md";
+    "tests/reference/reference.py) once you know which side is wrong against docs/theory.md";
 const std::string kGoldenDir = std::string(STALE_SOURCE_DIR) + "/tests/reference/golden";
 
 class Recorder final : public RunObserver {

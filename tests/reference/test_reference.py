@@ -1,4 +1,4 @@
-"""Checks of the NumPy reference itself against the facts theory.md states, so that the golden
+"""Checks of the NumPy reference itself against the facts docs/theory.md states, so that the golden
 trajectories rest on a reference that is right on its own terms, not on agreement with the
 harness. Run with pytest, or without it: `python3 tests/reference/test_reference.py`.
 """
@@ -23,7 +23,7 @@ def steady(delays):
 
 
 def test_pipedream_worst_delay_is_S2_minus_S_over_2_and_the_mean_at_S8_is_31_5():
-    # theory.md §4: exactly S² − S/2 for even S, attained when stage 1 reads its own block
+    # docs/theory.md §4: exactly S² − S/2 for even S, attained when stage 1 reads its own block
     for S in (2, 4, 6, 8):
         ops = ref.slot_schedule(S, 6 * S, ref.pipedream_policy(S))
         st = steady(ref.pipedream_delays(ops, S))
