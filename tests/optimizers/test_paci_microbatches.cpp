@@ -11,8 +11,6 @@
 //    and the applied SGD step must be −γ × their mean.
 #include <doctest/doctest.h>
 
-#include <map>
-
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "optimizers/sampling.hpp"
@@ -70,18 +68,20 @@ class RecordingObjective final : public Objective {
 class WindowChecker final : public RunObserver {
  public:
   WindowChecker(const RecordingObjective& f, int a, int64_t M, double lr)
-      : f_(f), a_(a), M_(M), lr_(lr), steps_(f.stages(), 0) {}
+      : f_(f), a_(a), M_(M), lr_(lr) {
+    steps.assign(f.stages(), 0);
+  }
   int64_t updates = 0, mismatched_windows = 0, mismatched_steps = 0;
-  std::vector<int64_t> steps_;  // updates per stage
+  std::vector<int64_t> steps;  // updates per stage so far
 
   void on_start(const Vec&) override {}
   void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec&) override {
     ++updates;
     const int j = e.stage;
     auto& rec = f_.recorded[j];
-    // the window of update k = steps_[j] + 1: micro-batches (k − 1)a … min(ka, M) − 1,
+    // the window of update k = steps[j] + 1: micro-batches (k − 1)a … min(ka, M) − 1,
     // which are batches of the same numbers (cyclic order, more batches than micro-batches)
-    const int64_t first = steps_[j] * a_, last = std::min<int64_t>(first + a_, M_) - 1;
+    const int64_t first = steps[j] * a_, last = std::min<int64_t>(first + a_, M_) - 1;
     bool same = static_cast<int64_t>(rec.size()) == last - first + 1 && e.batch == last;
     for (size_t i = 0; same && i < rec.size(); ++i) same = rec[i].batch == first + static_cast<int64_t>(i);
     if (!same) ++mismatched_windows;
@@ -92,7 +92,7 @@ class WindowChecker final : public RunObserver {
     const Vec expected = -lr_ * mean;
     if ((Vec(delta) - expected).norm() > 1e-14 * std::max(1e-300, expected.norm())) ++mismatched_steps;
     rec.clear();
-    ++steps_[j];
+    ++steps[j];
   }
   bool should_stop() const override { return false; }
 
