@@ -168,7 +168,6 @@ l2 = 0.01
 name = "paci"
 optimizer = "sgd"
 lr = 0.1
-updates = 1000000
 [log]
 progress = false
 )" + std::string(costs),
@@ -176,6 +175,8 @@ progress = false
         c.apply_override("objective.stages=" + std::to_string(S));
         c.apply_override("method.accumulation=" + std::to_string(a));
         c.apply_override("method.microbatches=" + std::to_string(M));
+        // every update of the M micro-batches: each stage steps after every a-th and the last
+        c.apply_override("method.updates=" + std::to_string(int64_t{S} * ((M + a - 1) / a)));
         RecordingObjective f(make_objective(c, BackendKind::Cpu));
         // micro-batch mb reads batch mb: cyclic order over more batches than micro-batches
         const auto batch_of = microbatch_batches(M, f.num_batches(), true, 4);
