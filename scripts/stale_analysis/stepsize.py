@@ -27,8 +27,12 @@ def tail_stats(y, frac: float = 0.25, factor: float = DIVERGENCE_FACTOR) -> dict
     y = np.asarray(y, dtype=float)
     n = len(y)
     t = y[max(0, int(math.floor(n * (1 - frac)))):]
-    if len(t) < 2 or not np.all(np.isfinite(t)):
+    if len(t) == 0 or not np.all(np.isfinite(t)):
         return {"finite": False, "tail_mean": math.inf}
+    if len(t) < 2:
+        # one logged point cannot show stability either way: finite, never "stable"
+        return {"finite": True, "tail_mean": float(t[-1]), "cv": math.inf, "up_frac": math.inf, "max_jump": math.inf,
+                "tv_ratio": math.inf, "log_slope": math.inf}
     if np.isfinite(y[0]) and y[0] > 0 and y[-1] > factor * y[0]:
         return {"finite": False, "tail_mean": math.inf}
     with np.errstate(all="ignore"):

@@ -41,6 +41,15 @@ struct RunLog::Impl {
   std::vector<int64_t> delay_max;
   std::vector<double> delay_sum;
   bool done = false;
+  // every dataset, then the file: HDF5 flushes and releases them in that order
+  void close() {
+    series.clear();
+    iterates = h5::Appendable();
+    iterates_k = h5::Appendable();
+    delay_table = h5::Appendable();
+    metrics = h5::Handle();
+    file = h5::Handle();
+  }
 };
 
 RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table)
@@ -243,12 +252,7 @@ void RunLog::finish(const std::string& status, double wall_seconds, const std::s
   h5::write_attr(f, "message", message);
   h5::write_attr(f, "wall_seconds", wall_seconds);
   h5::write_attr(f, "ended", now_iso());
-  I.series.clear();
-  I.iterates = h5::Appendable();
-  I.iterates_k = h5::Appendable();
-  I.delay_table = h5::Appendable();
-  I.metrics = h5::Handle();
-  I.file = h5::Handle();
+  I.close();
   std::error_code ec;
   std::filesystem::rename(path_ + ".partial", path_, ec);
   if (ec) throw UserError(path_ + ": cannot rename the finished run file (" + ec.message() + ")");
@@ -257,12 +261,7 @@ void RunLog::finish(const std::string& status, double wall_seconds, const std::s
 
 void RunLog::abort() {
   auto& I = *impl_;
-  I.series.clear();
-  I.iterates = h5::Appendable();
-  I.iterates_k = h5::Appendable();
-  I.delay_table = h5::Appendable();
-  I.metrics = h5::Handle();
-  I.file = h5::Handle();
+  I.close();
   std::error_code ec;
   std::filesystem::remove(path_ + ".partial", ec);
   I.done = true;
