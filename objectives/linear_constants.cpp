@@ -1,10 +1,13 @@
 #include "objectives/linear_constants.hpp"
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/error.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/rng.hpp"
 
 namespace stale {
@@ -35,7 +38,20 @@ void extreme_eigenvalues(const Mat& H, double& lambda_max, double& lambda_min) {
   lambda_min = 0.0;
 }
 
+namespace {
+// L, μ and f_* come from dense d × d matrices (the Gram/Hessian, its factorisation): sized
+// before they are formed, so a LIBSVM file with a stray feature index of 10^6 is refused
+// with its d instead of std::bad_alloc
+void check_dense_hessian(Index d, int copies, const std::string& what) {
+  const double bytes = copies * static_cast<double>(d) * static_cast<double>(d) * sizeof(double);
+  check_memory(bytes, what + ": " + std::to_string(copies) + " dense d x d matrices at d = " + std::to_string(d) +
+                          " (objective.dim, or a LIBSVM file's largest feature index)",
+               "reduce objective.dim or check the data file's feature indices");
+}
+}  // namespace
+
 ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f) {
+  check_dense_hessian(f.dim(), 2, "least-squares constants (L, mu by eigenvalues, f_* by LDLT)");
   ObjectiveConstants c;
   double lmax = 0, lmin = 0;
   extreme_eigenvalues(f.gram(), lmax, lmin);
@@ -108,8 +124,12 @@ void store_cached(const std::filesystem::path& p, double f_star, const Vec& w) {
 ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   const auto& data = f.data();
   const double lambda = f.l2();
+  check_dense_hessian(f.dim(), 3, "logistic constants (L by eigenvalues, f_* by damped Newton) for " + data.description);
   ObjectiveConstants c;
   double lmax = 0, lmin = 0;
+  if (f.dim() >= 2000)  // eigenvalues of a d × d matrix: O(d³), tens of seconds at d in the thousands
+    std::fprintf(stderr, "logistic constants: eigenvalues of the dense %lld x %lld Gram matrix (%s)...\n",
+                 static_cast<long long>(f.dim()), static_cast<long long>(f.dim()), data.description.c_str());
   extreme_eigenvalues(f.gram(), lmax, lmin);  // gram() = Xᵀ C X + λI
   c.L = 0.25 * (lmax - lambda) + lambda;
   c.L_exact = false;
@@ -136,6 +156,22 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   double fw = f.value_grad(w, g);
   const double g0 = g.norm();
   int it = 0;
+  // each step forms and factors the d × d Hessian (O(n·d² + d³)): at d in the thousands that
+  // is seconds per step, so a solve that has run 2 s says on stderr what it is doing (the
+  // result is cached, the next run with the same data skips it)
+  const auto t0 = std::chrono::steady_clock::now();
+  bool announced = false;
+  auto report = [&](int step) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (secs < 2.0) return;
+    if (!announced)
+      std::fprintf(stderr, "logistic f_*: damped Newton on a dense %lld x %lld Hessian (%s); cached afterwards in %s\n",
+                   static_cast<long long>(f.dim()), static_cast<long long>(f.dim()), data.description.c_str(),
+                   cache_dir().string().c_str());
+    announced = true;
+    std::fprintf(stderr, "logistic f_*: Newton step %d, |grad|/|grad_0| = %.2e, %.1f s\n", step, g.norm() / g0, secs);
+    std::fflush(stderr);
+  };
   for (; it < 200 && g.norm() > 1e-12 * g0; ++it) {
     const Vec a = data.X * w;
     Vec curv(a.size());
@@ -156,6 +192,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     if (!(ft < fw) && t < 1e-12) break;  // no further progress in floating point
     w = trial;
     fw = f.value_grad(w, g);
+    report(it + 1);
   }
   c.f_star = fw;
   c.w_star = w;
