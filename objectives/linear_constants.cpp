@@ -124,13 +124,27 @@ void store_cached(const std::filesystem::path& p, double f_star, const Vec& w) {
 ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   const auto& data = f.data();
   const double lambda = f.l2();
-  check_dense_hessian(f.dim(), 3, "logistic constants (L by eigenvalues, f_* by damped Newton) for " + data.description);
+  // With fewer samples than features (a LIBSVM file with one large feature index) the d × d
+  // Hessian λI + BᵀB, B = D^{1/2} X (n × d), is handled in the n-dimensional sample space:
+  // BᵀB and BBᵀ share their nonzero eigenvalues, and (Woodbury)
+  //   (λI + BᵀB)⁻¹ g = (g − Bᵀ (λI_n + BBᵀ)⁻¹ B g) / λ,
+  // so a step costs O(n²d + n³) instead of O(nd² + d³) and memory is n² + nd, not d².
+  const Index n = data.X.rows(), d = f.dim();
+  const bool dual = n < d && lambda > 0;
+  if (!dual) check_dense_hessian(d, 3, "logistic constants (L by eigenvalues, f_* by damped Newton) for " + data.description);
   ObjectiveConstants c;
   double lmax = 0, lmin = 0;
-  if (f.dim() >= 2000)  // eigenvalues of a d × d matrix: O(d³), tens of seconds at d in the thousands
-    std::fprintf(stderr, "logistic constants: eigenvalues of the dense %lld x %lld Gram matrix (%s)...\n",
-                 static_cast<long long>(f.dim()), static_cast<long long>(f.dim()), data.description.c_str());
-  extreme_eigenvalues(f.gram(), lmax, lmin);  // gram() = Xᵀ C X + λI
+  if (dual) {
+    const Mat A = data.weight.array().sqrt().matrix().asDiagonal() * data.X;
+    const Mat kernel = A * A.transpose();  // n × n, the nonzero spectrum of XᵀCX
+    extreme_eigenvalues(kernel, lmax, lmin);
+    lmax += lambda;
+  } else {
+    if (d >= 2000)  // eigenvalues of a d × d matrix: O(d³), tens of seconds at d in the thousands
+      std::fprintf(stderr, "logistic constants: eigenvalues of the dense %lld x %lld Gram matrix (%s)...\n",
+                   static_cast<long long>(d), static_cast<long long>(d), data.description.c_str());
+    extreme_eigenvalues(f.gram(), lmax, lmin);  // gram() = Xᵀ C X + λI
+  }
   c.L = 0.25 * (lmax - lambda) + lambda;
   c.L_exact = false;
   c.mu = lambda;
@@ -165,8 +179,8 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (secs < 2.0) return;
     if (!announced)
-      std::fprintf(stderr, "logistic f_*: damped Newton on a dense %lld x %lld Hessian (%s); cached afterwards in %s\n",
-                   static_cast<long long>(f.dim()), static_cast<long long>(f.dim()), data.description.c_str(),
+      std::fprintf(stderr, "logistic f_*: damped Newton on a dense %lld x %lld system (%s); cached afterwards in %s\n",
+                   static_cast<long long>(dual ? n : d), static_cast<long long>(dual ? n : d), data.description.c_str(),
                    cache_dir().string().c_str());
     announced = true;
     std::fprintf(stderr, "logistic f_*: Newton step %d, |grad|/|grad_0| = %.2e, %.1f s\n", step, g.norm() / g0, secs);
@@ -176,9 +190,17 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     const Vec a = data.X * w;
     Vec curv(a.size());
     for (Index i = 0; i < a.size(); ++i) curv(i) = data.weight(i) * LogisticLoss::curvature(a(i), data.y(i));
-    Mat Hm = data.X.transpose() * (curv.asDiagonal() * data.X);
-    Hm.diagonal().array() += lambda;
-    const Vec step = Hm.ldlt().solve(g);
+    Vec step;
+    if (dual) {
+      const Mat B = curv.array().max(0.0).sqrt().matrix().asDiagonal() * data.X;
+      Mat small = B * B.transpose();
+      small.diagonal().array() += lambda;
+      step = (g - B.transpose() * small.ldlt().solve(B * g)) / lambda;
+    } else {
+      Mat Hm = data.X.transpose() * (curv.asDiagonal() * data.X);
+      Hm.diagonal().array() += lambda;
+      step = Hm.ldlt().solve(g);
+    }
     double t = 1.0;
     const double slope = g.dot(step);
     Vec trial;
@@ -197,7 +219,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   c.f_star = fw;
   c.w_star = w;
   char buf[96];
-  std::snprintf(buf, sizeof buf, "newton, %d steps, |g|/|g0| = %.2e", it, g.norm() / g0);
+  std::snprintf(buf, sizeof buf, "newton%s, %d steps, |g|/|g0| = %.2e", dual ? " (n x n Woodbury)" : "", it, g.norm() / g0);
   c.f_star_method = buf;
   store_cached(path, fw, w);
   return c;

@@ -156,11 +156,27 @@ ResourceEstimate estimate_resources(const Config& cfg) {
     const double M = static_cast<double>(cfg.get_int("method.microbatches"));
     double chunks = static_cast<double>(cfg.get_int("method.chunks"));
     if (chunks == 0) chunks = 1;
-    const double ops = M > 0 ? 3 * M * S * chunks : 3 * K;
-    e.memory.push_back({"simulated schedule",
-                        M > 0 ? "method.microbatches × objective.stages = " + num(M) + " × " + num(S)
-                              : "method.updates = " + num(K),
-                        ops * kBytesPerOp});
+    const double budget = cfg.get_float("method.time_budget");
+    if (budget > 0) {
+      // a time budget runs every micro-batch that fits: each stage spends at least t_F + t_B
+      // per micro-batch, so M ≤ budget / min(t_F + t_B); the search builds up to twice that
+      const auto fw = cfg.get_floats("costs.forward"), bw = cfg.get_floats("costs.backward");
+      const double per_mb = *std::min_element(fw.begin(), fw.end()) + *std::min_element(bw.begin(), bw.end());
+      if (!(per_mb > 0))
+        throw UserError("config: method.time_budget = " + num(budget) +
+                        " with zero-duration ops (costs.forward + costs.backward = 0 on a stage) never runs out; "
+                        "give positive costs or use method.updates");
+      const double M_budget = budget / per_mb;
+      e.memory.push_back({"simulated schedule",
+                          "method.time_budget / (costs.forward + costs.backward) = " + num(budget) + " / " + num(per_mb),
+                          2 * 3 * M_budget * S * chunks * kBytesPerOp});
+    } else {
+      const double ops = M > 0 ? 3 * M * S * chunks : 3 * K;
+      e.memory.push_back({"simulated schedule",
+                          M > 0 ? "method.microbatches × objective.stages = " + num(M) + " × " + num(S)
+                                : "method.updates = " + num(K),
+                          ops * kBytesPerOp});
+    }
   }
   const bool stale_reads = method != "sgd" && method != "bcd";
   if (stale_reads && cfg.get_bool("log.delays"))
