@@ -1,6 +1,8 @@
 // Replays a recorded delay table (K rows × S blocks): from a CSV, or from the /delays dataset
 // of a run or schedule file, so RPD can follow exactly the delays a schedule produced.
 #include <algorithm>
+#include <charconv>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -46,36 +48,68 @@ class TableDelay final : public DelayModel {
   double sum_ = 0;
 };
 
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t\r");
+  if (a == std::string::npos) return "";
+  const auto b = s.find_last_not_of(" \t\r");
+  return s.substr(a, b - a + 1);
+}
+
+// a whole cell as a (possibly negative) 64-bit integer: "2abc", "1.5", "" and "9e99" are not
+std::optional<int64_t> parse_cell(const std::string& cell) {
+  int64_t v = 0;
+  const char* b = cell.data();
+  const char* e = b + cell.size();
+  if (b == e) return std::nullopt;
+  const auto r = std::from_chars(b, e, v);
+  if (r.ec != std::errc() || r.ptr != e) return std::nullopt;
+  return v;
+}
+
+// K rows × S comma-separated integer cells; '#' lines and blank lines are skipped, and one
+// header line (a first line whose first cell is not a number) is allowed. Strict: every
+// other cell must be a whole integer, every row as wide as the first.
 std::vector<int64_t> read_csv(const std::string& path, int64_t& rows, int& cols) {
   std::ifstream in(path);
   if (!in) throw UserError("config: delay.path = \"" + path + "\": cannot open");
+  const std::string valid = "; valid: K rows of S comma-separated integers 0..k (one row per update, one column per block)";
   std::vector<int64_t> out;
   std::string line;
   rows = 0;
   cols = -1;
   size_t lineno = 0;
+  bool header_seen = false;
   while (std::getline(in, line)) {
     ++lineno;
-    if (line.empty() || line[0] == '#') continue;
-    std::stringstream ss(line);
-    std::string cell;
-    int c = 0;
-    while (std::getline(ss, cell, ',')) {
-      try {
-        size_t used = 0;
-        out.push_back(std::stoll(cell, &used));
-      } catch (const std::exception&) {
-        if (rows == 0 && c == 0) break;  // a header line
-        throw UserError(path + ":" + std::to_string(lineno) + ": '" + cell + "' is not an integer delay");
-      }
-      ++c;
+    const std::string where = path + ":" + std::to_string(lineno) + ": ";
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    std::vector<std::string> cells;
+    size_t pos = 0;
+    while (true) {
+      const size_t comma = t.find(',', pos);
+      cells.push_back(trim(t.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos)));
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
     }
-    if (c == 0) continue;
+    if (rows == 0 && !header_seen && !parse_cell(cells[0])) {
+      header_seen = true;  // a header line
+      continue;
+    }
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const auto v = parse_cell(cells[c]);
+      if (!v)
+        throw UserError(where + "column " + std::to_string(c + 1) + ": '" + cells[c].substr(0, 40) +
+                        "' is not an integer delay" + valid);
+      out.push_back(*v);
+    }
+    const int c = static_cast<int>(cells.size());
     if (cols >= 0 && c != cols)
-      throw UserError(path + ":" + std::to_string(lineno) + ": has " + std::to_string(c) + " columns, expected " + std::to_string(cols));
+      throw UserError(where + "has " + std::to_string(c) + " columns, expected " + std::to_string(cols) + " like the first row" + valid);
     cols = c;
     ++rows;
   }
+  if (rows == 0) throw UserError(path + ": no delay rows (empty table)" + valid);
   return out;
 }
 
@@ -88,12 +122,18 @@ std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t
 std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages) {
   if (path.empty()) throw UserError("config: delay.path is empty; the table delay model needs a .csv or .h5 file");
   if (!std::filesystem::exists(path)) throw UserError("config: delay.path = \"" + path + "\": file not found");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError("config: delay.path = \"" + path + "\": is a directory; give a .csv or .h5 file");
   std::vector<int64_t> t;
   int64_t rows = 0;
   int cols = 0;
   const auto ext = std::filesystem::path(path).extension().string();
   if (ext == ".h5" || ext == ".hdf5") {
     t = read_delay_table_h5(path, rows, cols);
+    if (rows == 0 || cols == 0 || cols > 65535)
+      throw UserError("config: delay.path = \"" + path + "\": /delays is " + std::to_string(rows) + " x " +
+                      std::to_string(cols) + "; valid: K rows x S columns with K, S >= 1");
   } else {
     t = read_csv(path, rows, cols);
   }

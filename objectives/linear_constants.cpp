@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/error.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/rng.hpp"
 
 namespace stale {
@@ -141,7 +144,18 @@ void store_cached(uint64_t key, Index d, const CachedConstants& c) {
 
 }  // namespace
 
+// L, μ and f_* come from dense d × d matrices (the Gram/Hessian, its factorisation): sized
+// before they are formed, so a LIBSVM file with a stray feature index of 10^6 is refused
+// with its d instead of std::bad_alloc
+void check_dense_hessian(Index d, int copies, const std::string& what) {
+  const double bytes = copies * static_cast<double>(d) * static_cast<double>(d) * sizeof(double);
+  check_memory(bytes, what + ": " + std::to_string(copies) + " dense d x d matrices at d = " + std::to_string(d) +
+                          " (objective.dim, or a LIBSVM file's largest feature index)",
+               "reduce objective.dim or check the data file's feature indices");
+}
+
 ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f) {
+  check_dense_hessian(f.dim(), 2, "least-squares constants (L, mu by eigenvalues, f_* by LDLT)");
   const auto& d = f.data();
   const uint64_t key = constants_key(d, "squared", 0.0);
   CachedConstants cc;
@@ -178,6 +192,13 @@ ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f) {
 ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   const auto& data = f.data();
   const double lambda = f.l2();
+  // With fewer samples than features (a LIBSVM file with one large feature index) the d × d
+  // Hessian λI + BᵀB, B = D^{1/2} X (n × d), is handled in the n-dimensional sample space:
+  // BᵀB and BBᵀ share their nonzero eigenvalues, and (Woodbury)
+  //   (λI + BᵀB)⁻¹ g = (g − Bᵀ (λI_n + BBᵀ)⁻¹ B g) / λ,
+  // so a step costs O(n²d + n³) instead of O(nd² + d³) and memory is n² + nd, not d².
+  const Index n = data.X.rows(), d = f.dim();
+  const bool dual = n < d && lambda > 0;
   const uint64_t key = constants_key(data, "logistic", lambda);
   CachedConstants cc;
   ObjectiveConstants c;
@@ -190,7 +211,18 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     c.f_star_method = cc.method + " (cached)";
     return c;
   }
-  extreme_eigenvalues(f.gram(), cc.lambda_max, cc.lambda_min);  // gram() = Xᵀ C X + λI
+  if (!dual) check_dense_hessian(d, 3, "logistic constants (L by eigenvalues, f_* by damped Newton) for " + data.description);
+  if (dual) {
+    const Mat A = data.weight.array().sqrt().matrix().asDiagonal() * data.X;
+    const Mat kernel = A * A.transpose();  // n × n, the nonzero spectrum of XᵀCX
+    extreme_eigenvalues(kernel, cc.lambda_max, cc.lambda_min);
+    cc.lambda_max += lambda;
+  } else {
+    if (d >= 2000)  // eigenvalues of a d × d matrix: O(d³), tens of seconds at d in the thousands
+      std::fprintf(stderr, "logistic constants: eigenvalues of the dense %lld x %lld Gram matrix (%s)...\n",
+                   static_cast<long long>(d), static_cast<long long>(d), data.description.c_str());
+    extreme_eigenvalues(f.gram(), cc.lambda_max, cc.lambda_min);  // gram() = Xᵀ C X + λI
+  }
   c.L = 0.25 * (cc.lambda_max - lambda) + lambda;
   Vec w = Vec::Zero(f.dim()), g;
   // damped Newton with Armijo backtracking; the λI term makes the Hessian positive definite
@@ -198,14 +230,37 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   const double g0 = g.norm();
   int it = 0;
   bool stalled = false, at_precision = false;
+  // each step forms and factors a dense system (O(n·d² + d³)): at d in the thousands that is
+  // seconds per step, so a solve that has run 2 s says on stderr what it is doing (the result
+  // is cached, the next run with the same data skips it)
+  const auto t0 = std::chrono::steady_clock::now();
+  bool announced = false;
+  auto report = [&](int step) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (secs < 2.0) return;
+    if (!announced)
+      std::fprintf(stderr, "logistic f_*: damped Newton on a dense %lld x %lld system (%s); cached afterwards in %s\n",
+                   static_cast<long long>(dual ? n : d), static_cast<long long>(dual ? n : d), data.description.c_str(),
+                   cache_dir().string().c_str());
+    announced = true;
+    std::fprintf(stderr, "logistic f_*: Newton step %d, |grad|/|grad_0| = %.2e, %.1f s\n", step, g.norm() / g0, secs);
+    std::fflush(stderr);
+  };
   for (; it < 200 && g.norm() > 1e-12 * g0; ++it) {
     const Vec a = data.X * w;
     Vec curv(a.size());
     for (Index i = 0; i < a.size(); ++i) curv(i) = data.weight(i) * LogisticLoss::curvature(a(i), data.y(i));
-    Mat Hm = data.X.transpose() * (curv.asDiagonal() * data.X);
-    Hm.diagonal().array() += lambda;
-    const Vec step = Hm.ldlt().solve(g);
-    double t = 1.0;
+    Vec step;
+    if (dual) {
+      const Mat B = curv.array().max(0.0).sqrt().matrix().asDiagonal() * data.X;
+      Mat small = B * B.transpose();
+      small.diagonal().array() += lambda;
+      step = (g - B.transpose() * small.ldlt().solve(B * g)) / lambda;
+    } else {
+      Mat Hm = data.X.transpose() * (curv.asDiagonal() * data.X);
+      Hm.diagonal().array() += lambda;
+      step = Hm.ldlt().solve(g);
+    }
     const double slope = g.dot(step);
     // Newton decrement: gᵀH⁻¹g / 2 estimates f(w) − f_*. Once it is below the rounding of f
     // itself, f_* is known to machine precision and further steps only chase rounding noise
@@ -214,6 +269,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
       at_precision = true;
       break;
     }
+    double t = 1.0;
     Vec trial;
     double ft = 0;
     for (int ls = 0; ls < 60; ++ls) {
@@ -228,12 +284,13 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     }
     w = trial;
     fw = f.value_grad(w, g);
+    report(it + 1);
   }
   c.f_star = fw;
   c.w_star = w;
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "newton, %d steps, |g|/|g0| = %.2e%s", it, g.norm() / g0,
-                at_precision ? ", Newton decrement at machine precision" : "");
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "newton%s, %d steps, |g|/|g0| = %.2e%s", dual ? " (n x n Woodbury)" : "", it,
+                g.norm() / g0, at_precision ? ", Newton decrement at machine precision" : "");
   c.f_star_method = buf;
   // only a converged solve is cached: a later run must not inherit a bad f_*
   const double rel = g0 > 0 ? g.norm() / g0 : 0.0;

@@ -1,9 +1,32 @@
 #!/usr/bin/env bash
 # The README's test command: install dependencies, build, run the whole test suite.
 # GPU suites skip without a device (set STALE_REQUIRE_GPU=1 to make that a failure).
+#
+#   bash scripts/test.sh              # Release build in build/, every suite
+#   bash scripts/test.sh --sanitize   # ASan + UBSan build in build-sanitize/ (CUDA and benchmarks
+#                                     # off), a fast subset: STALE_SANITIZE_TESTS is the ctest -R
+#                                     # pattern, STALE_FUZZ_ITERATIONS the fuzz inputs per reader
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+if [[ "${1:-}" == "--sanitize" ]]; then
+  bash scripts/setup.sh
+  launcher=()
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+  BUILD_DIR=${BUILD_DIR:-build-sanitize} STALE_WERROR=${STALE_WERROR:-OFF} bash scripts/build.sh \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTALE_CUDA=OFF -DSTALE_BUILD_BENCHMARKS=OFF -DSTALE_NATIVE=OFF \
+    "-DCMAKE_CXX_FLAGS=$san" "-DCMAKE_EXE_LINKER_FLAGS=$san" "${launcher[@]}"
+  cd "${BUILD_DIR:-build-sanitize}"
+  # leaks are not errors here (OpenMP and HDF5 keep process-lifetime allocations); any other
+  # report aborts the test that triggered it
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  ctest --output-on-failure -j "$(nproc)" --timeout 1200 \
+    -R "${STALE_SANITIZE_TESTS:-^(core|config|delays|pipeline|bad_inputs|fuzz|cli):}"
+  echo "test.sh --sanitize: total $(( $(date +%s) - start )) s" >&2
+  exit 0
+fi
 bash scripts/setup.sh
 STALE_WERROR=${STALE_WERROR:-ON} bash scripts/build.sh
 root=$(pwd)

@@ -1,5 +1,8 @@
 #include "objectives/data/libsvm.hpp"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -7,64 +10,120 @@
 #include <vector>
 
 #include "src/core/error.hpp"
+#include "src/core/memory.hpp"
 
 namespace stale {
 
+namespace {
+
+// the token that starts at p, for messages: up to the next blank, at most 40 characters
+std::string token_at(const char* p) {
+  std::string t;
+  while (*p && *p != ' ' && *p != '\t' && *p != '\r' && t.size() < 40) t += *p++;
+  return t;
+}
+
+std::string number_g(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", x);
+  return buf;
+}
+
+bool ends_token(char c) { return c == '\0' || c == ' ' || c == '\t' || c == '\r' || c == '#'; }
+
+}  // namespace
+
+// Strict: every token must be a whole number (no `1:2abc`, no `nan`/`inf`, no index beyond
+// 2^31 − 1), each error names file:line and what a line may hold, and the dense matrix is
+// sized against the memory budget before it is allocated (a stray index of 1e9 would ask
+// for n × 10^9 doubles).
 LinearData load_libsvm(const std::string& path, Index dim, bool binary_labels) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UserError(path + ": is a directory, not a LIBSVM data file");
   std::ifstream in(path);
   if (!in) throw UserError(path + ": cannot open LIBSVM data file");
   struct Entry { Index row, col; double v; };
   std::vector<Entry> entries;
   std::vector<double> labels;
+  std::vector<size_t> label_lines;
   Index max_col = 0;
+  size_t max_col_line = 0;
   std::string line;
   size_t lineno = 0;
+  constexpr long kMaxIndex = 2147483647L;
+  const std::string valid = " (a line is `label index:value ...` with finite numbers and increasing indices >= 1)";
   while (std::getline(in, line)) {
     ++lineno;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const char* p = line.c_str();
+    const std::string where = path + ":" + std::to_string(lineno) + ": ";
+    if (line.find('\0') != std::string::npos) throw UserError(where + "holds a NUL byte; not a LIBSVM text file");
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const char* p = line.c_str() + first;
     char* end = nullptr;
     const double label = std::strtod(p, &end);
-    if (end == p) throw UserError(path + ":" + std::to_string(lineno) + ": expected a numeric label at the start of the line");
+    if (end == p || !ends_token(*end))
+      throw UserError(where + "expected a numeric label at the start of the line, got '" + token_at(p) + "'" + valid);
+    if (!std::isfinite(label)) throw UserError(where + "label '" + token_at(p) + "' is not finite" + valid);
     p = end;
     const Index row = static_cast<Index>(labels.size());
     Index prev = 0;
     while (true) {
       while (*p == ' ' || *p == '\t' || *p == '\r') ++p;
       if (*p == '\0' || *p == '#') break;
+      const char* tok = p;
+      errno = 0;
       const long idx = std::strtol(p, &end, 10);
-      if (end == p || *end != ':' || idx < 1)
-        throw UserError(path + ":" + std::to_string(lineno) + ": expected index:value with index >= 1");
+      if (end == p || *end != ':' || idx < 1 || !(*p >= '0' && *p <= '9'))
+        throw UserError(where + "expected index:value with an integer index >= 1, got '" + token_at(tok) + "'" + valid);
+      if (errno == ERANGE || idx > kMaxIndex)
+        throw UserError(where + "feature index " + token_at(tok).substr(0, token_at(tok).find(':')) +
+                        " is beyond 2147483647" + valid);
       p = end + 1;
+      if (*p == ' ' || *p == '\t' || *p == '\0')
+        throw UserError(where + "missing value after index " + std::to_string(idx) + valid);
       const double v = std::strtod(p, &end);
-      if (end == p) throw UserError(path + ":" + std::to_string(lineno) + ": missing value after index " + std::to_string(idx));
+      if (end == p || !ends_token(*end))
+        throw UserError(where + "malformed value in '" + token_at(tok) + "'" + valid);
+      if (!std::isfinite(v)) throw UserError(where + "value in '" + token_at(tok) + "' is not finite" + valid);
       p = end;
-      if (idx <= prev) throw UserError(path + ":" + std::to_string(lineno) + ": indices must increase");
+      if (idx <= prev)
+        throw UserError(where + "indices must increase (" + std::to_string(idx) + " follows " + std::to_string(prev) + ")");
       prev = idx;
       entries.push_back({row, static_cast<Index>(idx - 1), v});
-      max_col = std::max<Index>(max_col, idx);
+      if (idx > max_col) max_col = idx, max_col_line = lineno;
     }
     labels.push_back(label);
+    label_lines.push_back(lineno);
   }
-  if (labels.empty()) throw UserError(path + ": no samples found (empty LIBSVM file?)");
+  if (labels.empty()) throw UserError(path + ": no samples found (empty LIBSVM file?)" + valid);
+  if (max_col == 0)
+    throw UserError(path + ": has labels but no features (no index:value pair on any of its " +
+                    std::to_string(labels.size()) + " lines)" + valid);
   if (dim > 0 && max_col > dim)
-    throw UserError(path + ": has feature index " + std::to_string(max_col) + " > objective.dim = " + std::to_string(dim));
+    throw UserError(path + ":" + std::to_string(max_col_line) + ": has feature index " + std::to_string(max_col) +
+                    " > objective.dim = " + std::to_string(dim));
   const Index d = dim > 0 ? dim : max_col;
+  // label check before the allocation: a wrong file fails fast
+  bool has_neg = false;
+  for (size_t i = 0; binary_labels && i < labels.size(); ++i) {
+    const double l = labels[i];
+    if (!(l == 1 || l == 0 || l == -1))
+      throw UserError(path + ":" + std::to_string(label_lines[i]) + ": label " + number_g(l) +
+                      " is not binary (valid: -1/+1 or 0/1)");
+    has_neg |= l < 0;
+  }
+  check_memory(static_cast<double>(labels.size()) * static_cast<double>(d) * sizeof(double),
+               path + ":" + std::to_string(max_col_line) + ": feature index " + std::to_string(max_col) +
+                   " makes the dense data matrix " + std::to_string(labels.size()) + " x " + std::to_string(d) + ", which",
+               "LIBSVM files are stored dense; check that index (the feature count is the largest index)");
   LinearData data;
   data.X = Mat::Zero(static_cast<Index>(labels.size()), d);
   for (const auto& e : entries) data.X(e.row, e.col) = e.v;
   data.y.resize(static_cast<Index>(labels.size()));
-  // labels: {−1, +1} or {0, 1} (phishing) → {0, 1}
-  bool has_neg = false;
-  for (double l : labels) has_neg |= l < 0;
+  // labels: {−1, +1} or {0, 1} (phishing) → {0, 1}; real targets (least squares) as they are
   for (size_t i = 0; i < labels.size(); ++i) {
     const double l = labels[i];
-    if (!binary_labels) {
-      data.y(static_cast<Index>(i)) = l;
-      continue;
-    }
-    if (!(l == 1 || l == 0 || l == -1)) throw UserError(path + ": label " + std::to_string(l) + " is not binary (±1 or 0/1)");
-    data.y(static_cast<Index>(i)) = (has_neg ? l > 0 : l == 1) ? 1.0 : 0.0;
+    data.y(static_cast<Index>(i)) = !binary_labels ? l : (has_neg ? l > 0 : l == 1) ? 1.0 : 0.0;
   }
   data.description = "libsvm " + std::filesystem::path(path).filename().string();
   return data;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -41,6 +42,8 @@ TextData make_text_data(const std::string& text, double train_fraction) {
 }
 
 TextData load_text(const std::string& path, double train_fraction) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw UserError(path + ": is a directory, not a text corpus");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(path + ": cannot open the text corpus");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -1,8 +1,11 @@
-// The `stale` command line: run, sweep, schedule, sample, info, keys (docs/design.md "Command line").
-// User errors (bad config, missing file) print one line and exit 2; internal errors exit 3.
+// The `stale` command line: run, sweep, schedule, sample, info, keys, list (docs/design.md
+// "Command line"). User errors (bad config, missing file, a command line CLI11 cannot parse)
+// print one line on stderr and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
+#include <new>
 
 #include "src/backend/backend.hpp"
 #include "src/cli/keys_command.hpp"
@@ -12,6 +15,7 @@
 #include "src/cli/sweep_command.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/run/resource_estimate.hpp"
 #include "src/run/runner.hpp"
 
 #ifdef _OPENMP
@@ -53,11 +57,39 @@ int cmd_run(const std::string& config_path, const std::vector<std::string>& over
   return 0;
 }
 
+// One line for a command line CLI11 rejected, naming the word or option and what is valid.
+// CLI11 reports "A subcommand is required" also for `stale frobnicate`, without the word.
+std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  std::string subs;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    subs += (subs.empty() ? "" : ", ") + sub->get_name();
+  const CLI::App* used = nullptr;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->parsed()) used = sub;
+  if (!used) {
+    // the first word is the subcommand the user meant
+    if (argc > 1 && argv[1][0] != '-')
+      return std::string("unknown subcommand '") + argv[1] + "'; valid: " + subs + " (stale --help lists them)";
+    std::string msg = e.what();
+    if (argc > 1)
+      msg += std::string(" (got option '") + argv[1] +
+             "' before a subcommand; config keys go after the config file as key=value, e.g. stale run cfg.toml "
+             "method.lr=0.1)";
+    return msg + "; valid subcommands: " + subs;
+  }
+  std::string msg = e.what();
+  if (msg.find("not expected") != std::string::npos && used->get_name() == "run")
+    msg += " (config keys are overrides key=value, e.g. method.lr=0.1)";
+  return msg + " (stale " + used->get_name() + " --help shows the options)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"stale: a research harness for stale block-SGD and pipeline-parallel schedules"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("stale ") + build::version + " (git " + build::git_sha + ")",
+                       "version and git sha, one line");
 
   auto* run = app.add_subcommand("run", "run one configuration and write its HDF5 run file");
   std::string config_path, out;
@@ -78,8 +110,15 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\n", one_line(parse_error_line(app, e, argc, argv)).c_str());
+    return 2;
   }
   try {
     if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force);
@@ -90,10 +129,16 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("list")) return run_list_command();
     return run_keys_command();
   } catch (const UserError& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", one_line(e.what()).c_str());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // the resource estimate (src/run/resource_estimate.hpp) should have refused this config
+    std::fprintf(stderr, "error: out of memory; the config asks for more than this machine has (reduce objective.dim, "
+                         "objective.samples, delay.max or method.updates, or set STALE_MEMORY_LIMIT), and please "
+                         "report the config: the resource estimate missed it\n");
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "internal error: %s\n", e.what());
+    std::fprintf(stderr, "internal error: %s\n", one_line(e.what()).c_str());
     return 3;
   }
 }

@@ -1,11 +1,13 @@
 #include "src/cli/schedule_command.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "src/core/error.hpp"
+#include "src/core/memory.hpp"
 #include "src/io/schedule_file.hpp"
 #include "src/pipeline/chrome_trace.hpp"
 #include "src/pipeline/cost_model.hpp"
@@ -104,6 +106,16 @@ void add_schedule_command(CLI::App& app) {
 int run_schedule_command() {
   const ScheduleCommand& c = command();
   const CostModel costs = CostModel::parse(c.costs);
+  {
+    // the schedule is data (8-byte ops) and the simulator records each op's times and reads:
+    // sized before anything is built, so --microbatches 2e9 is a one-line error, not bad_alloc
+    const double chunks = std::max(1, c.params.chunks == 0 && c.name == "interleaved" ? 2 : c.params.chunks);
+    const double replicas = c.name == "localsgd" ? std::max(1, c.params.replicas == 0 ? c.params.stages : c.params.replicas) : 1;
+    const double ops = 3.0 * static_cast<double>(c.params.microbatches) * std::max(1, c.params.stages) * chunks * replicas;
+    check_memory(ops * 48.0, "--microbatches × --stages = " + std::to_string(c.params.microbatches) + " × " +
+                                 std::to_string(c.params.stages) + ": a schedule of about " + std::to_string(static_cast<long long>(ops)) + " ops",
+                 "reduce --microbatches");
+  }
   const Schedule s = make_schedule(c.name, c.params);
   costs.check_stages(s.stages);
 

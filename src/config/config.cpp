@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iomanip>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -15,6 +18,8 @@
 namespace stale {
 
 namespace {
+
+std::string number_text(double x);
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
@@ -55,36 +60,67 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 std::string range_text(const KeySpec& s) {
   std::string r;
   if (s.min) {
-    std::ostringstream os;
-    os << (s.min_exclusive ? "> " : ">= ") << *s.min;
-    r = os.str();
+    r = (s.min_exclusive ? "> " : ">= ") + number_text(*s.min);
   }
-  if (s.max) {
-    std::ostringstream os;
-    os << "<= " << *s.max;
-    r += (r.empty() ? "" : " and ") + os.str();
-  }
+  if (s.max) r += (r.empty() ? "" : " and ") + ("<= " + number_text(*s.max));
   return r;
-}
-
-void check_number(const KeySpec& s, double x, const std::string& origin) {
-  const bool low = s.min && (s.min_exclusive ? x <= *s.min : x < *s.min);
-  const bool high = s.max && x > *s.max;
-  if (low || high || !std::isfinite(x)) {
-    std::ostringstream os;
-    os << origin << ": " << s.key << " = " << x << " is out of range; valid: " << range_text(s);
-    throw UserError(os.str());
-  }
 }
 
 std::string describe(const toml::node& n) {
   if (auto s = n.as_string()) return "the string \"" + s->get() + "\"";
   if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
   if (auto i = n.as_integer()) return std::to_string(i->get());
-  if (auto f = n.as_floating_point()) return std::to_string(f->get());
+  if (auto f = n.as_floating_point()) return number_text(f->get());
   if (n.is_array()) return "an array";
   if (n.is_table()) return "a table";
   return "a value of another type";
+}
+
+// a number as a person wrote it: integers exactly (no 1e+11), others with round-trip digits
+std::string number_text(double x) {
+  std::ostringstream os;
+  if (std::isfinite(x) && x == std::floor(x) && std::abs(x) < 9.0e15) os << static_cast<long long>(x);
+  else os << std::setprecision(17) << x;
+  return os.str();
+}
+
+void check_number(const KeySpec& s, double x, const std::string& origin) {
+  const bool low = s.min && (s.min_exclusive ? x <= *s.min : x < *s.min);
+  const bool high = s.max && x > *s.max;
+  if (low || high || !std::isfinite(x)) {
+    throw UserError(origin + ": " + s.key + " = " + number_text(x) + " is out of range; valid: " + range_text(s));
+  }
+}
+
+// Integer keys are checked as 64-bit integers before anything narrows them: a TOML integer
+// is compared exactly against the key's bounds (no round trip through double, which turns
+// 2^63 − 1 into 2^63 and the cast back into undefined behaviour), and a float that stands for
+// an integer (1e3) must be integral and at most 2^53 in magnitude, where every integer is a
+// double exactly; 1e308 or 9.2e18 is refused instead of overflowing the conversion.
+int64_t checked_integer(const KeySpec& s, const toml::node& n, const std::string& origin,
+                        const std::function<UserError(const std::string&)>& wrong) {
+  constexpr double kExact = 9007199254740992.0;  // 2^53
+  int64_t v = 0;
+  if (auto i = n.as_integer()) {
+    v = i->get();
+  } else if (auto f = n.as_floating_point()) {
+    const double x = f->get();
+    if (!std::isfinite(x) || x != std::floor(x)) throw wrong("the non-integer " + number_text(x));
+    if (std::abs(x) > kExact)
+      throw UserError(origin + ": " + s.key + " = " + number_text(x) +
+                      " is not an integer a float can hold exactly (|value| <= 2^53); write it as an integer" +
+                      (s.max ? ", valid: " + range_text(s) : std::string()));
+    v = static_cast<int64_t>(x);
+  } else {
+    throw wrong(describe(n));
+  }
+  // every bound in the schema is an integer below 2^53, so comparing in long double is exact
+  const long double lv = static_cast<long double>(v);
+  const bool low = s.min && (s.min_exclusive ? lv <= static_cast<long double>(*s.min) : lv < static_cast<long double>(*s.min));
+  const bool high = s.max && lv > static_cast<long double>(*s.max);
+  if (low || high)
+    throw UserError(origin + ": " + s.key + " = " + std::to_string(v) + " is out of range; valid: " + range_text(s));
+  return v;
 }
 
 // Convert a TOML node to the key's type, or throw naming the key.
@@ -96,17 +132,14 @@ ConfigValue convert(const KeySpec& s, const toml::node& node, const std::string&
     if (auto i = n.as_integer()) return static_cast<double>(i->get());
     if (auto f = n.as_floating_point()) {
       const double v = f->get();
-      if (want_int && v != std::floor(v)) throw wrong("the non-integer " + std::to_string(v));
+      if (want_int && v != std::floor(v)) throw wrong("the non-integer " + number_text(v));
       return v;
     }
     throw wrong(describe(n));
   };
   switch (s.type) {
-    case KeyType::Int: {
-      const double v = as_number(node, true);
-      check_number(s, v, origin);
-      return static_cast<int64_t>(v);
-    }
+    case KeyType::Int:
+      return checked_integer(s, node, origin, wrong);
     case KeyType::Float: {
       const double v = as_number(node, false);
       check_number(s, v, origin);
@@ -167,6 +200,22 @@ std::string toml_quote(const std::string& s) {
 }
 
 }  // namespace
+
+std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += ' ';
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else out += static_cast<char>(c);
+  }
+  return out;
+}
 
 [[noreturn]] void config_error(const std::string& key, const std::string& what) {
   throw UserError("config: " + key + ": " + what);
@@ -255,7 +304,8 @@ Config Config::from_string(const std::string& text, const std::string& origin) {
     tbl = toml::parse(text, origin);
   } catch (const toml::parse_error& e) {
     std::ostringstream os;
-    os << origin << ":" << e.source().begin.line << ":" << e.source().begin.column << ": TOML syntax error: " << e.description();
+    os << origin << ":" << e.source().begin.line << ":" << e.source().begin.column
+       << ": TOML syntax error: " << one_line(std::string(e.description()));
     throw UserError(os.str());
   }
   std::vector<std::pair<std::string, const toml::node*>> flat;
@@ -270,6 +320,10 @@ Config Config::from_string(const std::string& text, const std::string& origin) {
 }
 
 Config Config::from_file(const std::string& path) {
+  std::error_code ec;
+  // an ifstream opens a directory on Linux and reads nothing: that would run the defaults
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError(path + ": is a directory; give a TOML config file, e.g. experiments/quickstart.toml");
   std::ifstream in(path);
   if (!in) throw UserError(path + ": cannot open config file (does it exist?)");
   std::stringstream ss;

@@ -78,6 +78,10 @@ class Config {
   std::string origin_;
 };
 
+// Control characters (a raw newline in a TOML value, a parser message over two lines) written
+// as escapes, so that an error message stays one line.
+std::string one_line(const std::string& text);
+
 // A value in the config failed a cross-key rule (e.g. stages > dim). Names the key.
 [[noreturn]] void config_error(const std::string& key, const std::string& what);
 

@@ -30,6 +30,10 @@ KeySpec FloatList(std::string k, std::vector<double> d, std::string m, double lo
 KeySpec Bool(std::string k, bool d, std::string m) { return KeySpec{std::move(k), KeyType::Bool, d, std::move(m)}; }
 }  // namespace
 
+// Upper bounds on integer keys: what is read as a 32-bit int (sizes, counts) stops at
+// 2^31 − 1, counts of updates and cadences at 10^12, and S at 10^6, so that K·S and every
+// product the runner forms stays far inside int64. Memory is the resource estimate's job
+// (src/run/resource_estimate.hpp), not these bounds.
 const std::vector<KeySpec>& config_schema() {
   static const std::vector<KeySpec> schema = {
       Int("seed", 0, "base seed; every random stream (data, batches, stages, delays, noise) derives from it", 0),
@@ -43,10 +47,10 @@ const std::vector<KeySpec>& config_schema() {
       Str("objective.generator", "random",
           "data generator: random | nesterov | spectrum (quadratic); synthetic | libsvm (logistic); file (either: your X, y in objective.data)",
           {"random", "nesterov", "spectrum", "synthetic", "libsvm", "file"}),
-      Int("objective.dim", 512, "dimension d (ignored for libsvm and file: the file's feature count)", 1),
-      Int("objective.samples", 600, "number of samples n (ignored for libsvm and file: the file's rows; charlm: training windows of T + 1 characters)", 1),
-      Int("objective.batch_size", 10, "samples per mini-batch; the data is a fixed partition into n / batch_size batches", 1),
-      Int("objective.stages", 8, "number of pipeline stages S = blocks of w (contiguous, near-equal)", 1),
+      Int("objective.dim", 512, "dimension d (ignored for libsvm and file: the file's feature count)", 1, 2147483647.0),
+      Int("objective.samples", 600, "number of samples n (ignored for libsvm and file: the file's rows; charlm: training windows of T + 1 characters)", 1, 2147483647.0),
+      Int("objective.batch_size", 10, "samples per mini-batch; the data is a fixed partition into n / batch_size batches", 1, 2147483647.0),
+      Int("objective.stages", 8, "number of pipeline stages S = blocks of w (contiguous, near-equal)", 1, 1e6),
       Float("objective.mu", 0.01, "nesterov: μ in the Hessian T + μI; spectrum: smallest eigenvalue", 0.0, true),
       Float("objective.L", 1.0, "spectrum: largest eigenvalue of the Hessian", 0.0, true),
       Str("objective.spectrum", "geometric", "spectrum: spacing of the d eigenvalues between mu and L",
@@ -57,9 +61,9 @@ const std::vector<KeySpec>& config_schema() {
       Str("objective.data_dir", "",
           "directory of real data sets; empty = $STALE_DATA_DIR, else ../shared/data beside the repository, else ./data"),
       Float("objective.grad_noise_std", 0.0, "std of additive Gaussian noise on every block gradient (own seeded stream)", 0.0),
-      Int("objective.embedding", 64, "charlm: embedding width E (channels; a multiple of objective.heads)", 1),
-      Int("objective.heads", 4, "charlm: attention heads per transformer block (head size E / heads)", 1),
-      Int("objective.context", 32, "charlm: context length T (characters per window; a window holds T + 1)", 1),
+      Int("objective.embedding", 64, "charlm: embedding width E (channels; a multiple of objective.heads)", 1, 2147483647.0),
+      Int("objective.heads", 4, "charlm: attention heads per transformer block (head size E / heads)", 1, 2147483647.0),
+      Int("objective.context", 32, "charlm: context length T (characters per window; a window holds T + 1)", 1, 2147483647.0),
 
       Str("method.name", "rpd",
           "method: sgd, bcd, rpd (update rules over delay models); pipedream, pipedream-nostash, paci, localsgd, "
@@ -67,19 +71,19 @@ const std::vector<KeySpec>& config_schema() {
           {"sgd", "bcd", "rpd", "pipedream", "pipedream-nostash", "paci", "localsgd", "gpipe", "1f1b-flush", "2bw",
            "pipemare", "interleaved", "zb-h1"}),
       Float("method.lr", 0.01, "step size γ (the peak rate for lr_schedule = cosine)", 0.0, true),
-      Int("method.updates", 3200, "run length K in block updates (an sgd step counts S block updates)", 1),
+      Int("method.updates", 3200, "run length K in block updates (an sgd step counts S block updates)", 1, 1e12),
       Float("method.time_budget", 0.0,
             "schedule methods: run every micro-batch whose timeline fits this simulated time (0 = run K updates)", 0.0),
       Str("method.batch_order", "auto",
           "mini-batch order: uniform (i.i.d., RPD's rule), cyclic (0, 1, …, M−1, 0, …: PD's rule); auto = cyclic for "
           "schedule methods, uniform otherwise",
           {"auto", "uniform", "cyclic"}),
-      Int("method.microbatches", 0, "schedule methods: micro-batches M (0 = the fewest that reach K updates)", 0),
+      Int("method.microbatches", 0, "schedule methods: micro-batches M (0 = the fewest that reach K updates)", 0, 1e12),
       Int("method.accumulation", 0,
-          "micro-batches per optimizer step of a stage: PACI's a, GPipe/1F1B-flush/2BW's m (0 = the schedule's default)", 0),
-      Int("method.replicas", 0, "localsgd: replicas R (0 = S)", 0),
-      Int("method.local_steps", 0, "localsgd: local steps H per round (0 = 1)", 0),
-      Int("method.chunks", 0, "interleaved: model chunks v per device (0 = 2); objective.stages counts chunks", 0),
+          "micro-batches per optimizer step of a stage: PACI's a, GPipe/1F1B-flush/2BW's m (0 = the schedule's default)", 0, 2147483647.0),
+      Int("method.replicas", 0, "localsgd: replicas R (0 = S)", 0, 2147483647.0),
+      Int("method.local_steps", 0, "localsgd: local steps H per round (0 = 1)", 0, 2147483647.0),
+      Int("method.chunks", 0, "interleaved: model chunks v per device (0 = 2); objective.stages counts chunks", 0, 2147483647.0),
       Str("method.optimizer", "sgd", "per-block update rule", {"sgd", "momentum", "adamw"}),
       Float("method.momentum", 0.9, "momentum: β of the heavy-ball velocity", 0.0, false, 1.0),
       Float("method.beta1", 0.9, "adamw: β₁", 0.0, false, 1.0),
@@ -87,13 +91,13 @@ const std::vector<KeySpec>& config_schema() {
       Float("method.eps", 1e-8, "adamw: ε", 0.0, true),
       Float("method.weight_decay", 0.0, "adamw: decoupled weight decay λ", 0.0),
       Str("method.lr_schedule", "constant", "learning-rate schedule over block updates", {"constant", "cosine"}),
-      Int("method.warmup", 0, "linear learning-rate warm-up over this many block updates (PipeMare's warm-up)", 0),
+      Int("method.warmup", 0, "linear learning-rate warm-up over this many block updates (PipeMare's warm-up)", 0, 1e12),
       Float("method.lr_min", 0.0, "cosine: final learning rate", 0.0),
       Bool("method.prediction", true, "pipemare: extrapolate each block by its velocity times its delay before F"),
 
       Str("delay.name", "zero", "delay model for rpd",
           {"zero", "constant", "uniform", "geometric", "table", "schedule"}),
-      Int("delay.max", 0, "delay bound δ (constant: the delay; uniform: draws from {0..min(δ,k)}; geometric: truncation)", 0),
+      Int("delay.max", 0, "delay bound δ (constant: the delay; uniform: draws from {0..min(δ,k)}; geometric: truncation)", 0, 1e12),
       Float("delay.mean", 1.0, "geometric: mean of the (untruncated) geometric delay", 0.0),
       Str("delay.path", "", "table: a CSV (K rows × S columns) or a run/schedule .h5 file with /delays"),
       Str("delay.schedule", "pipedream",
@@ -112,8 +116,8 @@ const std::vector<KeySpec>& config_schema() {
       Float("costs.straggler_slowdown", 1.0, "duration factor of a straggling op", 1.0),
       Int("costs.seed", -1, "seed of the stage-time noise (-1 = the base seed)", -1),
 
-      Int("log.every", 1, "metrics cadence in block updates", 1),
-      Int("log.iterates_every", -1, "iterate snapshot cadence in block updates; -1 = every logged step when d <= 4096, else every 16th; 0 = none", -1),
+      Int("log.every", 1, "metrics cadence in block updates", 1, 1e12),
+      Int("log.iterates_every", -1, "iterate snapshot cadence in block updates; -1 = every logged step when d <= 4096, else every 16th; 0 = none", -1, 1e12),
       Str("log.exact_mean", "auto",
           "running mean of ‖∇f(w_k)‖² for the bound: true = exact at every update, false = sampled at logged steps; "
           "auto = true where a tracker makes it cheap (the linear models), false otherwise (charlm: exact costs a "

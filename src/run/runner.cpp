@@ -13,6 +13,7 @@
 #include "src/core/sha256.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/run/metrics_observer.hpp"
+#include "src/run/resource_estimate.hpp"
 
 namespace stale {
 
@@ -26,6 +27,8 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
                          std::shared_ptr<const Objective> objective, bool overwrite) {
   const auto t0 = std::chrono::steady_clock::now();
   check_unread_keys(cfg);  // nothing the user set is silently ignored
+  const std::string path = out_path.empty() ? default_run_path(cfg) : out_path;
+  check_resources(cfg, path);  // memory and disk, before anything is allocated or created
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
   std::shared_ptr<const Objective> f = objective ? std::move(objective) : make_objective(cfg, backend);
   auto method = make_method(cfg, *f);
@@ -35,7 +38,7 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
   const int64_t every = cfg.get_int("log.every");
 
   RunResult res;
-  res.path = out_path.empty() ? default_run_path(cfg) : out_path;
+  res.path = path;
   if (!overwrite && std::filesystem::exists(res.path))
     throw UserError(res.path + ": a finished run file is already there; use --force to replace it, or another --out");
   const auto& constants = f->constants();

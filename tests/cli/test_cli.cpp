@@ -159,3 +159,13 @@ TEST_CASE("ReadmeDocumentsEveryConfigKey") {
     CHECK(readme.find("`" + s.key + "`") != std::string::npos);
   }
 }
+
+TEST_CASE("VersionIsOneLineWithTheGitSha") {
+  std::string out;
+  const int rc = test::run_command(test::stale_bin() + " --version", out);
+  CAPTURE(out);
+  CHECK(rc == 0);
+  CHECK(out.rfind("stale ", 0) == 0);
+  CHECK(out.find("(git ") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+}

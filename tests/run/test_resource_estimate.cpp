@@ -1,0 +1,97 @@
+// The resource estimate (src/run/resource_estimate.hpp): every committed experiment passes it
+// on a modest budget (no false refusals), each driver of a large allocation is named when it
+// alone exceeds the budget, and products of in-range keys never overflow.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "src/core/error.hpp"
+#include "src/core/memory.hpp"
+#include "src/run/resource_estimate.hpp"
+#include "tests/test_util.hpp"
+
+using namespace stale;
+namespace fs = std::filesystem;
+
+namespace {
+std::string refusal(const Config& cfg) {
+  try {
+    check_resources(cfg, (test::temp_dir("resources") / "r.h5").string());
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("EveryCommittedExperimentFitsAnEightGigabyteBudget") {
+  setenv("STALE_MEMORY_LIMIT", "8G", 1);
+  int checked = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(STALE_SOURCE_DIR) / "experiments")) {
+    if (e.path().extension() != ".toml") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("base =") != std::string::npos) continue;  // a sweep file
+    Config cfg;
+    try {
+      cfg = Config::from_file(e.path().string());
+    } catch (const UserError&) {
+      continue;  // a script's settings file (delay_scaling.toml), not a run config
+    }
+    INFO(e.path().filename().string());
+    CHECK(refusal(cfg) == "");
+    ++checked;
+  }
+  CHECK(checked >= 5);
+  unsetenv("STALE_MEMORY_LIMIT");
+}
+
+TEST_CASE("EachLargeAllocationIsRefusedNamingItsKeys") {
+  setenv("STALE_MEMORY_LIMIT", "1G", 1);
+  const struct {
+    const char* overrides[3];
+    const char* must_name;
+  } cases[] = {
+      {{"objective.dim=40000", "", ""}, "objective.dim"},  // d × d Hessian: 3 × 1.6e9 × 8 B
+      {{"delay.name=constant", "delay.max=100000000", ""}, "delay.max"},
+      {{"method.name=localsgd", "method.replicas=100000000", ""}, "method.replicas"},
+      {{"method.name=pipedream", "method.microbatches=100000000", ""}, "method.microbatches"},
+      {{"objective.name=charlm", "objective.embedding=20000", "objective.heads=1"}, "objective.embedding"},
+      {{"objective.name=charlm", "objective.context=100000", ""}, "objective.context"},
+  };
+  for (const auto& c : cases) {
+    Config cfg = test::small_config();
+    for (const char* o : c.overrides)
+      if (*o) cfg.apply_override(o);
+    const std::string msg = refusal(cfg);
+    INFO(c.must_name << ": " << msg);
+    CHECK(msg.find(c.must_name) != std::string::npos);
+    CHECK(msg.find("STALE_MEMORY_LIMIT") != std::string::npos);
+  }
+  unsetenv("STALE_MEMORY_LIMIT");
+}
+
+TEST_CASE("EstimatesOfTheLargestInRangeKeysStayFinite") {
+  // every integer key at its schema maximum: the estimate is a finite double (no int64
+  // product), and it is refused
+  Config cfg = test::small_config();
+  for (const char* o : {"objective.dim=2147483647", "objective.samples=2147483647", "objective.stages=1000000",
+                        "method.updates=1000000000000", "delay.name=uniform", "delay.max=1000000000000"})
+    cfg.apply_override(o);
+  const ResourceEstimate e = estimate_resources(cfg);
+  CHECK(std::isfinite(e.memory_bytes()));
+  CHECK(e.memory_bytes() > 1e20);
+  CHECK(refusal(cfg).find("objective.dim") != std::string::npos);
+}
+
+TEST_CASE("MemoryLimitParsesBinaryUnitsAndRefusesGarbage") {
+  CHECK(parse_bytes("4096") == 4096.0);
+  CHECK(parse_bytes("8G") == 8.0 * 1024 * 1024 * 1024);
+  CHECK(parse_bytes("512MiB") == 512.0 * 1024 * 1024);
+  CHECK_FALSE(parse_bytes("lots").has_value());
+  CHECK_FALSE(parse_bytes("-1G").has_value());
+  setenv("STALE_MEMORY_LIMIT", "lots", 1);
+  CHECK_THROWS_AS(memory_budget_bytes(), UserError);
+  unsetenv("STALE_MEMORY_LIMIT");
+}
