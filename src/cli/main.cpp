@@ -1,4 +1,4 @@
-// The `stale` command line: run, sweep, schedule, sample, info, keys (design.md "Command line").
+// The `stale` command line: run, sweep, schedule, sample, stability, info, keys (design.md "Command line").
 // User errors (bad config, missing file) print one line and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -8,6 +8,7 @@
 #include "src/cli/keys_command.hpp"
 #include "src/cli/sample_command.hpp"
 #include "src/cli/schedule_command.hpp"
+#include "src/cli/stability_command.hpp"
 #include "src/cli/sweep_command.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
   add_schedule_command(app);
   add_sweep_command(app);
   add_sample_command(app);
+  add_stability_command(app);
 
   try {
     app.parse(argc, argv);
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("schedule")) return run_schedule_command();
     if (app.got_subcommand("sweep")) return run_sweep_command();
     if (app.got_subcommand("sample")) return run_sample_command();
+    if (app.got_subcommand("stability")) return run_stability_command();
     return run_keys_command();
   } catch (const UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
