@@ -84,7 +84,9 @@ void StaleRecursion::apply_period(double gamma, Mat& X) const {
     G.setZero(d_a, c);
     for (const auto& lags : lag_[i]) {
       for (int j = 0; j < J; ++j) Z.middleRows(blocks_.offset(j), blocks_.size(j)) = X.middleRows(offset(j, lags[j]), blocks_.size(j));
-      G.noalias() += A_.middleRows(off_a, d_a) * Z;
+      // a coefficient-wise product: Eigen's blocked GEMM may split over OpenMP threads, and
+      // the prediction must not depend on the thread count
+      G.noalias() += A_.middleRows(off_a, d_a).lazyProduct(Z);
     }
     G *= step / static_cast<double>(lag_[i].size());
     for (int a = 0; a < J; ++a) {
