@@ -59,25 +59,37 @@ struct Signature {
 
 std::vector<Signature> signatures(const Schedule& s, const SimResult& r) {
   const int J = r.blocks;
-  std::vector<int64_t> last_mb(J, -1);  // micro-batch of each block's previous step
+  // the micro-batches each step applies: the gradient ops of the block since its previous
+  // step, in the program of the block's device (only that device runs the block's ops, so its
+  // program order is the serial order; flush schedules need not run them in micro-batch order)
+  std::vector<std::vector<std::vector<int64_t>>> groups(J);  // [block][step] micro-batches
+  std::vector<std::vector<int64_t>> open(J);
+  const OpKind g = s.gradient_kind();
+  for (int d = 0; d < s.stages; ++d)
+    for (const Op& op : s.program(d)) {
+      if (op.kind != g) continue;
+      open[op.block].push_back(op.microbatch);
+      if (op.updates()) groups[op.block].push_back(std::move(open[op.block])), open[op.block].clear();
+    }
+  std::vector<size_t> next(J, 0);
   std::vector<Signature> out;
   out.reserve(r.updates.size());
   for (const Update& u : r.updates) {
-    // the step applies the gradients of the micro-batches since the block's previous step:
-    // gradient ops of a block run in micro-batch order, so they are (last, u.microbatch]
-    const int64_t first = last_mb[u.block] + 1;
-    STALE_CHECK(first == u.oldest, "a step's micro-batches are the ones since the block's previous step");
+    STALE_CHECK(next[u.block] < groups[u.block].size(), "every update has its micro-batches");
+    const auto& mbs = groups[u.block][next[u.block]++];
+    STALE_CHECK(!mbs.empty() && *std::min_element(mbs.begin(), mbs.end()) == u.oldest,
+                "a step's oldest micro-batch is the simulator's");
     Signature sig;
     sig.block = u.block;
-    for (int64_t mb = first; mb <= u.microbatch; ++mb) {
+    for (int64_t mb : mbs) {
       std::vector<int64_t> row(J);
       for (int j = 0; j < J; ++j) row[j] = u.index - r.forward_read[mb * J + j];
       sig.delays.push_back(std::move(row));
     }
-    last_mb[u.block] = u.microbatch;
+    // the step applies the mean, so the order of its micro-batches does not matter
+    std::sort(sig.delays.begin(), sig.delays.end());
     out.push_back(std::move(sig));
   }
-  (void)s;
   return out;
 }
 

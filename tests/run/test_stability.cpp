@@ -175,12 +175,15 @@ TEST_CASE("GradientDescentGammaMaxIsTwoOverL") {
     for (double g : {0.3 / p.L, 1.0 / p.L, 2.5 / p.L})
       CHECK(std::abs(pred.radius(g).rho - std::max(std::abs(1 - g * p.L), std::abs(1 - g * mu))) <= 1e-10);
   }
-  // one-stage PipeDream and PACI (patterns from the simulator) are gradient descent
-  for (const char* m : {"pipedream", "paci"}) {
-    const Config cfg = quad(8, 1, m);
+  // one-stage PipeDream and PACI, and the flush schedules at any depth (every micro-batch of
+  // a mini-batch reads the same version; with one batch the step is the full gradient), are
+  // gradient descent (patterns from the simulator)
+  for (const auto& [m, S] : std::vector<std::pair<std::string, int>>{
+           {"pipedream", 1}, {"paci", 1}, {"gpipe", 3}, {"1f1b-flush", 4}, {"zb-h1", 3}}) {
+    const Config cfg = quad(8, S, m);
     const Problem p = problem(cfg);
     const StaleRecursion rec(p.A, p.f->blocks(), pattern_from_config(cfg, "expected"));
-    CHECK(rec.pattern().max_delay() == 0);
+    if (S == 1) CHECK(rec.pattern().max_delay() == 0);  // a flush's later steps count the earlier ones as delay
     const StepBound b = largest_stable_step(StabilityPredictor(rec, {}), p.L);
     CHECK(std::abs(b.gamma_max * p.L - 2.0) <= 1e-6);
   }
