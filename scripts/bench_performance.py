@@ -28,8 +28,10 @@ def wall(cmd, env=None):
     return time.perf_counter() - t0
 
 
-def median_wall(cmd, repeat, env=None):
-    return statistics.median(wall(cmd, env) for _ in range(repeat))
+def median_wall(make_cmd, repeat, env=None):
+    """median wall time of `repeat` runs; make_cmd(i) gives the i-th command (its own output
+    file: a finished run file is never overwritten)"""
+    return statistics.median(wall(make_cmd(i), env) for i in range(repeat))
 
 
 def run_cmd(stale, config, out, *overrides):
@@ -54,11 +56,16 @@ def cases(stale, tmp, repeat):
     # the constants cache is warm after the first run: set-up as a sweep or a rerun sees it
     subprocess.run(run_cmd(stale, "e1_random_quadratic.toml", tmp / "w.h5", "method.updates=1"), check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out["setup"] = median_wall(run_cmd(stale, "e1_random_quadratic.toml", tmp / "s.h5", "method.updates=1"), repeat)
-    out["e1_run"] = median_wall(run_cmd(stale, "e1_random_quadratic.toml", tmp / "e1.h5"), repeat)
-    out["e4_pd_128"] = median_wall(run_cmd(stale, "e4_logistic_budget.toml", tmp / "e4.h5", "objective.stages=128"), 1)
-    out["e4_rpd_128"] = median_wall(run_cmd(stale, "e4_logistic_budget.toml", tmp / "e4r.h5", "objective.stages=128",
-                                            "method.name=rpd", "delay.name=uniform", "delay.max=16320"), 1)
+    out["setup"] = median_wall(
+        lambda i: run_cmd(stale, "e1_random_quadratic.toml", tmp / f"s{i}.h5", "method.updates=1"), repeat)
+    out["e1_run"] = median_wall(lambda i: run_cmd(stale, "e1_random_quadratic.toml", tmp / f"e1_{i}.h5"), repeat)
+    # E4 runs once to warm the constants cache, then is timed
+    wall(run_cmd(stale, "e4_logistic_budget.toml", tmp / "e4w.h5", "objective.stages=2"))
+    out["e4_pd_128"] = median_wall(
+        lambda i: run_cmd(stale, "e4_logistic_budget.toml", tmp / f"e4_{i}.h5", "objective.stages=128"), 1)
+    out["e4_rpd_128"] = median_wall(
+        lambda i: run_cmd(stale, "e4_logistic_budget.toml", tmp / f"e4r_{i}.h5", "objective.stages=128",
+                          "method.name=rpd", "delay.name=uniform", "delay.max=16320"), 1)
     # a 9-step-size E1 grid: nine `stale run` processes one after another
     lrs = [2.0 ** -e for e in range(8, -1, -1)]
     t0 = time.perf_counter()
