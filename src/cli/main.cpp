@@ -51,9 +51,7 @@ int cmd_run(const std::string& config_path, const std::vector<std::string>& over
   Config cfg = Config::from_file(config_path);
   for (const auto& o : overrides) cfg.apply_override(o);
   const RunResult r = run_experiment(cfg, out, !quiet && cfg.get_bool("log.progress"), nullptr, force);
-  std::printf("%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e wall=%.2fs\n", r.path.c_str(),
-              r.status.c_str(), static_cast<long long>(r.updates), r.last.subopt, r.grad_norm_sq_mean, r.last.bound,
-              r.wall_seconds);
+  std::printf("%s\n", run_summary_line(r).c_str());
   if (!r.message.empty()) std::fprintf(stderr, "diverged: %s\n", r.message.c_str());
   return 0;
 }

@@ -25,6 +25,10 @@ struct RunResult {
 };
 
 // out_path empty → log.out, else runs/<config stem>.h5
+// "PATH: status=ok k=… f-f*=… mean|grad f|^2=… bound=… wall=…s": what `stale run` prints and
+// a sweep's log holds for a finished run
+std::string run_summary_line(const RunResult& r);
+
 std::string default_run_path(const Config& cfg);
 // `objective`: the objective the config describes, when the caller already built it (an
 // in-process sweep shares one between runs that read the same data); null = build it here

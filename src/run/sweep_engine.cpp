@@ -108,14 +108,6 @@ class ObjectiveCache {
   std::map<std::string, Entry> entries_;  // std::map: entries never move
 };
 
-std::string summary_line(const RunResult& r) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e wall=%.2fs\n",
-                r.path.c_str(), r.status.c_str(), static_cast<long long>(r.updates), r.last.subopt,
-                r.grad_norm_sq_mean, r.last.bound, r.wall_seconds);
-  return buf;
-}
-
 }  // namespace
 
 SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
@@ -199,7 +191,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           try {
             const auto f = cache.get(r.config, keys[i]);
             const RunResult res = run_experiment(r.config, (dir / "runs" / (r.hash + ".h5")).string(), false, f);
-            text = summary_line(res);
+            text = run_summary_line(res) + "\n";
             ok = true;
           } catch (const UserError& e) {
             text = std::string("error: ") + e.what() + "\n";
