@@ -70,6 +70,8 @@ struct SweepSummary {
 // "i/N" → (i, N); throws UserError naming --shard
 void parse_shard(const std::string& text, int& index, int& count);
 SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& options);
+// writes `text` to PATH.partial.<pid> and renames it: a reader never sees half a file
+void write_text_file(const std::string& path, const std::string& text);
 // writes DIR/index.csv and DIR/index.h5 from whatever run files exist
 void write_sweep_index(const Sweep& sweep, const std::string& out_dir);
 

@@ -36,15 +36,6 @@ std::string self_exe() {
   return ec ? std::string("stale") : p.string();
 }
 
-void write_text(const fs::path& p, const std::string& text) {
-  const auto tmp = p.string() + ".partial." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw UserError(p.string() + ": cannot write");
-    out << text;
-  }
-  fs::rename(tmp, p);
-}
 
 std::string eta_text(double seconds) {
   char buf[32];
@@ -142,7 +133,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const int jobs = std::max(1, std::min<int>(opt.jobs > 0 ? opt.jobs : cores, static_cast<int>(todo.size())));
     for (const auto* r : todo)
-      write_text(dir / "configs" / (r->hash + ".toml"),
+      write_text_file((dir / "configs" / (r->hash + ".toml")).string(),
                  "# sweep " + sweep.path + ", grid position " + std::to_string(r->position) + "\n" + r->config.to_toml());
 
     std::mutex progress_mutex;
@@ -200,7 +191,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           }
           cache.release(keys[i]);
           try {
-            write_text(log, text);
+            write_text_file(log.string(), text);
           } catch (const UserError&) {
           }
           finished(ok);

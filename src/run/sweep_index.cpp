@@ -55,6 +55,17 @@ const std::vector<std::pair<const char*, double RunSummary::*>>& columns() {
 
 }  // namespace
 
+void write_text_file(const std::string& path, const std::string& text) {
+  // the temporary name carries the pid: shards of one sweep may write the index at once
+  const auto tmp = path + ".partial." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) throw UserError(path + ": cannot write");
+    out << text;
+  }
+  fs::rename(tmp, path);
+}
+
 void write_sweep_index(const Sweep& sweep, const std::string& out_dir) {
   const fs::path dir(out_dir);
   IndexTable t;
@@ -98,14 +109,7 @@ void write_sweep_index(const Sweep& sweep, const std::string& out_dir) {
     for (const auto& [name, field] : columns()) csv << "," << num(rows[i].*field);
     csv << "," << t.path[i] << "\n";
   }
-  const fs::path csv_path = dir / "index.csv";
-  const auto tmp = csv_path.string() + ".partial." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) throw UserError(csv_path.string() + ": cannot write");
-    out << csv.str();
-  }
-  fs::rename(tmp, csv_path);
+  write_text_file((dir / "index.csv").string(), csv.str());
   write_index_h5((dir / "index.h5").string(), t);
 }
 
