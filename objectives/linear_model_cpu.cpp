@@ -333,11 +333,15 @@ class LinearTracker final : public IterateTracker {
 }  // namespace
 
 template <class Loss>
-std::unique_ptr<IterateTracker> LinearModelCpu<Loss>::make_tracker(const Vec& w) const {
+bool LinearModelCpu<Loss>::tracks_through_hessian() const {
   // the Hessian route pays when H fits comfortably (d ≤ 4096 → ≤ 128 MiB) and is exact only
   // for a quadratic
-  const bool quadratic = std::is_same_v<Loss, SquaredLoss>;
-  return std::make_unique<LinearTracker<Loss>>(*this, w, quadratic && dim() <= 4096);
+  return std::is_same_v<Loss, SquaredLoss> && dim() <= 4096 && constants_.w_star.has_value();
+}
+
+template <class Loss>
+std::unique_ptr<IterateTracker> LinearModelCpu<Loss>::make_tracker(const Vec& w) const {
+  return std::make_unique<LinearTracker<Loss>>(*this, w, tracks_through_hessian());
 }
 
 template class LinearModelCpu<SquaredLoss>;

@@ -43,6 +43,20 @@ class LinearModelCpu final : public Objective {
   std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const override;
   bool cheap_exact_metrics() const override { return true; }
 
+  // Lockstep ensembles (linear_model_cpu_ensemble.cpp): a linear stage is X_s W_s for P
+  // columns at once, one GEMM (P = 1: the single-point functions above, bit for bit)
+  void batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const override;
+  void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
+                          std::vector<std::unique_ptr<StageCache>>& caches) const override;
+  void loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const override;
+  void stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
+                           const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
+                           Mat& grad_in) const override;
+  std::unique_ptr<EnsembleTracker> make_ensemble_tracker(const Mat& W) const override;
+  bool batches_columns() const override { return true; }
+  // whether the tracker keeps ∇f through the Hessian (least squares with H at hand)
+  bool tracks_through_hessian() const;
+
   const LinearData& data() const { return *data_; }
   double l2() const { return l2_; }
   // H = Xᵀ diag(c) X + λI, the exact Hessian for least squares (the data part's Gram

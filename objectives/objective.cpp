@@ -64,4 +64,110 @@ std::unique_ptr<IterateTracker> Objective::make_tracker(const Vec& w) const {
   return std::make_unique<RecomputingTracker>(*this, w);
 }
 
+// ---- lockstep ensembles: the defaults call the single-point functions column by column
+
+void Objective::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
+  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
+  G.resize(blocks_.size(s), Z.cols());
+  Vec z;
+  for (Index p = 0; p < Z.cols(); ++p) {
+    z = Z.col(p);
+    batch_block_grad(z, m, s, G.col(p));
+  }
+}
+
+void Objective::stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
+                                   std::vector<std::unique_ptr<StageCache>>& caches) const {
+  const Index P = W_s.cols(), width = activation_width();
+  STALE_CHECK(in.cols() == P * width, "one activation slice per column");
+  caches.resize(P);
+  if (P == 1) return stage_forward(s, m, in, W_s.col(0), out, caches[0]);
+  Mat slice_in, slice_out;
+  for (Index p = 0; p < P; ++p) {
+    slice_in = in.middleCols(p * width, width);
+    stage_forward(s, m, slice_in, W_s.col(p), slice_out, caches[p]);
+    if (p == 0) out.resize(slice_out.rows(), P * slice_out.cols());
+    out.middleCols(p * slice_out.cols(), slice_out.cols()) = slice_out;
+  }
+}
+
+void Objective::loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const {
+  const Index width = activation_width(), P = last.cols() / width;
+  losses.resize(P);
+  if (P == 1) {
+    losses(0) = loss_forward_backward(m, last, grad_last);
+    return;
+  }
+  grad_last.resize(last.rows(), last.cols());
+  Mat slice, g;
+  for (Index p = 0; p < P; ++p) {
+    slice = last.middleCols(p * width, width);
+    losses(p) = loss_forward_backward(m, slice, g);
+    grad_last.middleCols(p * width, width) = g;
+  }
+}
+
+void Objective::stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
+                                    const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
+                                    Mat& grad_in) const {
+  const Index P = W_s.cols();
+  STALE_CHECK(static_cast<Index>(caches.size()) == P, "one cache per column");
+  grad_W.resize(blocks_.size(s), P);
+  if (P == 1) return stage_backward(s, m, grad_out, W_s.col(0), caches[0].get(), grad_W.col(0), grad_in);
+  const Index width_out = grad_out.cols() / P;
+  Mat slice, g_in;
+  for (Index p = 0; p < P; ++p) {
+    slice = grad_out.middleCols(p * width_out, width_out);
+    stage_backward(s, m, slice, W_s.col(p), caches[p].get(), grad_W.col(p), g_in);
+    if (p == 0) grad_in.resize(g_in.rows(), P * g_in.cols());
+    grad_in.middleCols(p * g_in.cols(), g_in.cols()) = g_in;
+  }
+}
+
+namespace {
+// P single trackers side by side: the ensemble tracker of an objective without a batched one
+class SeparateTrackers final : public EnsembleTracker {
+ public:
+  SeparateTrackers(const Objective& f, const Mat& W) {
+    Vec w;
+    for (Index p = 0; p < W.cols(); ++p) {
+      w = W.col(p);
+      trackers_.push_back(f.make_tracker(w));
+    }
+  }
+  int columns() const override { return static_cast<int>(trackers_.size()); }
+  void block_changed(int p, int s, ConstVecRef delta) override { trackers_[p]->block_changed(s, delta); }
+  double value(int p) override { return trackers_[p]->value(); }
+  double gradient_sq_norm(int p) override { return trackers_[p]->gradient_sq_norm(); }
+  Vec gradient(int p) override { return trackers_[p]->gradient(); }
+
+ private:
+  std::vector<std::unique_ptr<IterateTracker>> trackers_;
+};
+
+class ColumnTracker final : public IterateTracker {
+ public:
+  ColumnTracker(std::shared_ptr<EnsembleTracker> e, int p) : e_(std::move(e)), p_(p) {}
+  void block_changed(int s, ConstVecRef delta) override { e_->block_changed(p_, s, delta); }
+  void reset(const Vec&) override { STALE_CHECK(false, "an ensemble column's tracker is not reset"); }
+  double value() override { return e_->value(p_); }
+  const Vec& gradient() override { return g_ = e_->gradient(p_); }
+  double gradient_sq_norm() override { return e_->gradient_sq_norm(p_); }
+
+ private:
+  std::shared_ptr<EnsembleTracker> e_;
+  int p_;
+  Vec g_;
+};
+}  // namespace
+
+std::unique_ptr<EnsembleTracker> Objective::make_ensemble_tracker(const Mat& W) const {
+  return std::make_unique<SeparateTrackers>(*this, W);
+}
+
+std::unique_ptr<IterateTracker> column_tracker(std::shared_ptr<EnsembleTracker> ensemble, int p) {
+  STALE_CHECK(p >= 0 && p < ensemble->columns(), "column of the ensemble");
+  return std::make_unique<ColumnTracker>(std::move(ensemble), p);
+}
+
 }  // namespace stale

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "src/core/partition.hpp"
 #include "src/core/types.hpp"
@@ -46,7 +47,27 @@ class IterateTracker {
   virtual void reset(const Vec& w) = 0;
   virtual double value() = 0;
   virtual const Vec& gradient() = 0;
+  virtual double gradient_sq_norm() { return gradient().squaredNorm(); }
 };
+
+// The trackers of the P columns of a lockstep ensemble (docs/design.md "Ensembles"), kept
+// together so that applying the columns' pending block changes is one product over P columns
+// instead of P. Changes are recorded per column and applied, for every column at once, when a
+// value is asked for (the columns of an ensemble ask on the same cadence).
+class EnsembleTracker {
+ public:
+  virtual ~EnsembleTracker() = default;
+  virtual int columns() const = 0;
+  // column p's block s changed by delta
+  virtual void block_changed(int p, int s, ConstVecRef delta) = 0;
+  virtual double value(int p) = 0;
+  virtual double gradient_sq_norm(int p) = 0;
+  virtual Vec gradient(int p) = 0;
+};
+
+// Column p of an ensemble tracker seen as a single run's tracker (the metrics observer of
+// column p reads it as it reads its own).
+std::unique_ptr<IterateTracker> column_tracker(std::shared_ptr<EnsembleTracker> ensemble, int p);
 
 class Objective {
  public:
@@ -90,6 +111,26 @@ class Objective {
   virtual void value_grad_many(const Mat& Z, Mat& G, Vec& values) const;
 
   virtual std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const;
+
+  // ---- lockstep ensembles (docs/design.md "Ensembles"): one call for P points at once,
+  // column p of every matrix belonging to point p, so that an objective can evaluate P
+  // points with one GEMM where a single point takes a GEMV. Weights are d_s × P (or d × P);
+  // activations are batch_rows × (P · activation_width()), point p's in the p-th slice of
+  // activation_width() columns; caches hold one entry per column. With P = 1 each call is
+  // the single-point call itself, bit for bit; the defaults loop over the columns.
+  virtual void batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const;  // G: d_s × P
+  virtual void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
+                                  std::vector<std::unique_ptr<StageCache>>& caches) const;
+  // losses(p) is point p's loss
+  virtual void loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const;
+  virtual void stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
+                                   const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
+                                   Mat& grad_in) const;
+  // the trackers of P points (W: d × P); the default keeps P single trackers
+  virtual std::unique_ptr<EnsembleTracker> make_ensemble_tracker(const Mat& W) const;
+  // whether the column calls above are faster than P single calls (the sweep engine groups
+  // runs into ensembles only then)
+  virtual bool batches_columns() const { return false; }
 
   // w_0 of a run: zeros (the authors' choice for the linear models); models that cannot
   // start at zero (the transformer: zero LayerNorm gains and weights give zero gradients)

@@ -78,6 +78,18 @@ class Method {
   RunReport run(const Objective& f, Vec& w, RunObserver& obs) const { return run(f, plan(f), w, obs); }
   // δ of the plan for f (tests)
   int64_t delay_bound(const Objective& f) const { return plan(f).delay_bound; }
+
+  // ---- lockstep ensembles (docs/design.md "Ensembles"): P runs of this method that differ
+  // only in their step size advance together, so that each objective call is one product
+  // over P columns instead of P. columns[p] is run p's method (this one is columns[0]; every
+  // column has this method's type and plan), w[p] its iterate (updated in place), obs[p] its
+  // observer. A column whose observer stops (a diverged run) is frozen where its separate run
+  // would stop; the others go on. Column p ends as its separate run would, to rounding (the
+  // products sum in another order); with P = 1 bit for bit.
+  virtual bool runs_ensembles() const { return false; }
+  virtual std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan,
+                                              const std::vector<const Method*>& columns, std::vector<Vec>& w,
+                                              const std::vector<RunObserver*>& obs) const;
 };
 
 // hyperparameters every method shares (docs/theory.md §2 notation)

@@ -22,6 +22,11 @@ MethodParams MethodParams::from_config(const Config& cfg) {
   return p;
 }
 
+std::vector<RunReport> Method::run_ensemble(const Objective&, const RunPlan&, const std::vector<const Method*>&,
+                                           std::vector<Vec>&, const std::vector<RunObserver*>&) const {
+  throw UserError("method.name = \"" + name() + "\" does not run as a lockstep ensemble");
+}
+
 std::unique_ptr<Method> make_method(const Config& cfg, const Objective& f) {
   const std::string& name = cfg.get_string("method.name");
   const MethodEntry& entry = method_entry(name);

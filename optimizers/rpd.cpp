@@ -10,6 +10,9 @@
 // come from the VersionStore, which keeps only the δ + 1 versions per block a read can reach.
 // With delay.name = "schedule" and delay.follow_order, s_k and m_k are the schedule's own
 // (RpdOrder): RPD then replays PipeDream exactly, which the tests check bit for bit.
+#include <algorithm>
+#include <cmath>
+
 #include "delays/delay_model.hpp"
 #include "src/core/error.hpp"
 #include "optimizers/method_registry.hpp"
@@ -78,6 +81,83 @@ class Rpd final : public Method {
     }
     w = store.current();
     return {};
+  }
+
+  bool runs_ensembles() const override { return true; }
+
+  // The loop above over P columns that share every draw (delays, s_k, m_k, noise) and differ
+  // in γ: one gradient call over the P mixed points, each column its own version store,
+  // update rules and observer.
+  std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan, const std::vector<const Method*>& columns,
+                                      std::vector<Vec>& w, const std::vector<RunObserver*>& obs) const override {
+    const int Pc = static_cast<int>(columns.size());
+    STALE_CHECK(Pc >= 1 && columns[0] == this && w.size() == columns.size() && obs.size() == columns.size(),
+                "one iterate and one observer per column, this method first");
+    const auto& P = f.blocks();
+    const int S = f.stages();
+    std::vector<const Rpd*> col(Pc);
+    for (int p = 0; p < Pc; ++p) {
+      col[p] = dynamic_cast<const Rpd*>(columns[p]);
+      STALE_CHECK(col[p] != nullptr, "every column is rpd");
+    }
+    std::vector<VersionStore> stores;
+    for (int p = 0; p < Pc; ++p) stores.emplace_back(P, w[p], delays_->bound());
+    StageSampler stages(S, p_.seed);
+    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
+    GradientNoise noise(p_.grad_noise_std, p_.seed);
+    std::vector<std::vector<std::unique_ptr<BlockOptimizer>>> rules(Pc);
+    for (int p = 0; p < Pc; ++p)
+      for (int s = 0; s < S; ++s) rules[p].push_back(make_block_optimizer(col[p]->p_.rule, P.size(s)));
+    const bool follow = !order_.stages.empty();
+    STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
+    std::vector<int64_t> d(S);
+    std::vector<int> active;
+    for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
+    Mat Z, G;
+    Vec z, wb, delta, noise_draw;
+    for (int64_t k = 0; k < plan.updates; ++k) {
+      // a column stops where its separate run would: before the update after its observer said so
+      active.erase(std::remove_if(active.begin(), active.end(), [&](int p) { return obs[p]->should_stop(); }),
+                   active.end());
+      if (active.empty()) break;
+      const Index n = static_cast<Index>(active.size());
+      for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
+      Z.resize(f.dim(), n);
+      std::vector<double> stale_sq(active.size(), 0.0);
+      for (Index a = 0; a < n; ++a) {
+        const VersionStore& store = stores[active[a]];
+        store.gather(d, z);
+        for (int i = 0; i < S; ++i)
+          if (d[i] > 0) stale_sq[a] += (P.block(z, i) - P.block(store.current(), i)).squaredNorm();
+        Z.col(a) = z;
+      }
+      const int s = follow ? order_.stages[k] : stages.next();
+      const int m = follow ? order_.batches[k] : batches.next();
+      f.batch_block_grad_cols(Z, m, s, G);
+      if (p_.grad_noise_std != 0) {
+        // one draw for all columns: each separate run draws the same values from its own stream
+        noise_draw = Vec::Zero(P.size(s));
+        noise.add(noise_draw);
+        G.colwise() += noise_draw;
+      }
+      for (Index a = 0; a < n; ++a) {
+        const int p = active[a];
+        wb = P.block(stores[p].current(), s);
+        rules[p][s]->step(wb, G.col(a), col[p]->p_.lr_schedule.at(k), delta);
+        stores[p].commit(s, wb);
+        UpdateEvent e;
+        e.k = k + 1;
+        e.stage = s;
+        e.batch = m;
+        e.grad_norm = G.col(a).norm();
+        e.stale_dist = std::sqrt(stale_sq[a]);
+        e.delays = &d;
+        if (k < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k];
+        obs[p]->on_update(e, delta, stores[p].current());
+      }
+    }
+    for (int p = 0; p < Pc; ++p) w[p] = stores[p].current();
+    return std::vector<RunReport>(Pc);
   }
 
  private:

@@ -76,6 +76,10 @@ class ScheduleMethod final : public Method {
   RunPlan plan(const Objective& f) const override;
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override;
   using Method::run;
+  // the loop of run() over P columns (schedule_ensemble.cpp)
+  bool runs_ensembles() const override { return true; }
+  std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan, const std::vector<const Method*>& columns,
+                                      std::vector<Vec>& w, const std::vector<RunObserver*>& obs) const override;
   const ExecutorOptions& options() const { return opt_; }
 
  private:

@@ -10,7 +10,7 @@ namespace {
 struct Args {
   std::string file, out, shard = "0/1";
   std::vector<std::string> overrides;
-  int jobs = 0;
+  int jobs = 0, ensemble = 8;
   bool dry_run = false, index_only = false, quiet = false, isolate = false;
 } g;
 }  // namespace
@@ -23,6 +23,10 @@ void add_sweep_command(CLI::App& app) {
   s->add_flag("--isolate", g.isolate,
               "run each grid point in its own `stale run` process (crash isolation; slower: start-up, data and "
               "constants per run)");
+  s->add_option("--ensemble", g.ensemble,
+                 "most runs per lockstep ensemble: grid points that differ only in method.lr advance together, one "
+                 "GEMM over their columns (default 8; 1 = every run alone, as with --isolate)")
+      ->check(CLI::Range(1, 64));
   s->add_option("--shard", g.shard, "run the deterministic share i of N (i/N), e.g. a Slurm array task");
   s->add_option("--out,-o", g.out, "output folder (default: sweeps/<sweep name>)");
   s->add_flag("--dry-run", g.dry_run, "list the runs that would run, run nothing");
@@ -36,6 +40,7 @@ int run_sweep_command() {
   o.out_dir = g.out;
   o.jobs = g.jobs;
   o.isolate = g.isolate;
+  o.ensemble = g.ensemble;
   parse_shard(g.shard, o.shard_index, o.shard_count);
   o.dry_run = g.dry_run;
   o.index_only = g.index_only;

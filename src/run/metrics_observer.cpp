@@ -15,9 +15,9 @@ MetricsObserver::MetricsObserver(const Objective& f, RunLog* log, MetricsOptions
 
 void MetricsObserver::on_start(const Vec& w0) {
   t0_ = std::chrono::steady_clock::now();
-  tracker_ = f_.make_tracker(w0);
+  tracker_ = injected_ ? std::move(injected_) : f_.make_tracker(w0);
   current_loss_ = tracker_->value();
-  current_gns_ = tracker_->gradient().squaredNorm();
+  current_gns_ = tracker_->gradient_sq_norm();
   delta0_ = current_loss_ - f_star_;
   start_value_ = std::isfinite(f_star_) ? delta0_ : current_loss_;
   k_ = 0;
@@ -42,7 +42,7 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
   current_fresh_ = false;
   if (opt_.exact_mean || on_cadence) {
     current_loss_ = tracker_->value();
-    current_gns_ = tracker_->gradient().squaredNorm();
+    current_gns_ = tracker_->gradient_sq_norm();
     current_fresh_ = true;
     if (!opt_.exact_mean) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;  // sampled mean
     check_divergence(e.grad_norm);
@@ -118,7 +118,7 @@ void MetricsObserver::finish(const Vec& w) {
   if (last_logged_ == k_) return;
   if (!current_fresh_) {
     current_loss_ = tracker_->value();
-    current_gns_ = tracker_->gradient().squaredNorm();
+    current_gns_ = tracker_->gradient_sq_norm();
   }
   record(last_event_, w);
 }

@@ -36,6 +36,9 @@ class MetricsObserver final : public RunObserver {
   MetricsObserver(const Objective& f, RunLog* log, MetricsOptions opt,
                   std::function<void(const MetricsRow&)> progress = {});
 
+  // track f and ∇f with `t` instead of the objective's own tracker (an ensemble column's
+  // view of the ensemble's tracker); call before on_start
+  void use_tracker(std::unique_ptr<IterateTracker> t) { injected_ = std::move(t); }
   void on_start(const Vec& w0) override;
   void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) override;
   bool should_stop() const override { return diverged_; }
@@ -59,7 +62,7 @@ class MetricsObserver final : public RunObserver {
   RunLog* log_;
   MetricsOptions opt_;
   std::function<void(const MetricsRow&)> progress_;
-  std::unique_ptr<IterateTracker> tracker_;
+  std::unique_ptr<IterateTracker> tracker_, injected_;
   double f_star_, L_;
   double start_value_ = 0;
   double delta0_ = 0, G_ = 0, grad_sq_sum_ = 0, current_gns_ = 0, current_loss_ = 0;

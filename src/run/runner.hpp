@@ -4,6 +4,7 @@
 #include <string>
 
 #include <memory>
+#include <vector>
 
 #include "objectives/objective.hpp"
 #include "src/config/config.hpp"
@@ -35,5 +36,21 @@ std::string default_run_path(const Config& cfg);
 // `overwrite`: replace a finished run file at the same path (otherwise that is an error)
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective = nullptr, bool overwrite = false);
+
+// A lockstep ensemble (docs/design.md "Ensembles"): runs whose configs differ only in
+// method.lr advance together, each writing its own run file, equal to its separate run's to
+// rounding. A column whose config fails its checks gets `error` and no file; the others run.
+struct EnsembleColumn {
+  Config config;
+  std::string path;
+};
+struct EnsembleColumnResult {
+  RunResult result;
+  std::string error;  // non-empty: the column did not run (its one-line message)
+};
+// `objective`: built from the first column's config when null
+std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<EnsembleColumn>& columns,
+                                                          std::shared_ptr<const Objective> objective = nullptr,
+                                                          bool overwrite = false);
 
 }  // namespace stale

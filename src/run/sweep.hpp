@@ -17,7 +17,8 @@
 // the order of runs, never renames a run), written to DIR/runs/<hash>.h5, and skipped when
 // that file exists: a killed sweep resumes where it stopped. Runs execute inside this
 // process on a pool of worker threads (sweep_engine.cpp), or each in a `stale run` child with
-// --isolate. --shard i/N takes runs whose grid position p has p mod N = i. The index
+// --isolate. --shard i/N takes the runs whose grid position p has p mod N = i — with
+// ensembles, every run of the ensemble whose first run's position has. The index
 // (DIR/index.csv, DIR/index.h5) has one row per grid point, read back from the run files.
 //
 // Files: sweep_spec.cpp (the sweep file, run names), sweep_engine.cpp (running the grid),
@@ -55,6 +56,10 @@ struct SweepOptions {
   std::string out_dir;   // default: sweeps/<sweep file stem>
   int jobs = 0;          // runs at once; 0 = one per core
   bool isolate = false;  // each run in its own `stale run` process
+  // most columns of a lockstep ensemble (docs/design.md "Ensembles"): in-process runs that
+  // differ only in method.lr run together; 1 = each alone. Groups are formed over the whole
+  // grid, so a run's arithmetic never depends on --jobs, shards or what a resume skips.
+  int ensemble = 8;
   int shard_index = 0, shard_count = 1;
   bool dry_run = false;
   bool index_only = false;
@@ -66,6 +71,12 @@ struct SweepSummary {
   int64_t total = 0, in_shard = 0, skipped = 0, ran = 0, failed = 0;
   std::string index_csv;
 };
+
+// The runs of the grid in the groups they execute in: grid points that differ only in
+// method.lr, run by a method and objective that batch columns (rpd and the schedule methods on
+// the linear models' CPU twin), in groups of at most `max_columns`, split evenly; every other
+// run alone. Ordered by the grid position of each group's first run.
+std::vector<std::vector<const SweepRun*>> ensemble_groups(const Sweep& sweep, int max_columns);
 
 // "i/N" → (i, N); throws UserError naming --shard
 void parse_shard(const std::string& text, int& index, int& count);

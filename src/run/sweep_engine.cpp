@@ -20,6 +20,7 @@
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
+#include "optimizers/method_registry.hpp"
 #include "src/run/process_pool.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/sweep.hpp"
@@ -99,21 +100,90 @@ class ObjectiveCache {
   std::map<std::string, Entry> entries_;  // std::map: entries never move
 };
 
+// whether runs of this config may share a lockstep ensemble: a method with an ensemble loop
+// over an objective whose column calls are GEMMs (the linear models' CPU twin)
+bool batches_columns(const Config& cfg) {
+  const std::string& objective = cfg.get_string("objective.name");
+  if (objective != "quadratic" && objective != "logistic") return false;
+  if (resolve_backend(cfg.get_string("backend")) != BackendKind::Cpu) return false;
+  const MethodKind kind = method_entry(cfg.get_string("method.name")).kind;
+  return kind != MethodKind::Fresh;
+}
+
+// the config without method.lr: runs with equal keys may run as one ensemble
+std::string ensemble_key(const Config& cfg) {
+  std::string k;
+  for (const auto& spec : config_schema())
+    if (spec.key != "method.lr" && spec.key != "log.out") k += spec.key + "=" + cfg.value_text(spec.key) + "\n";
+  return k;
+}
+
 }  // namespace
+
+std::vector<std::vector<const SweepRun*>> ensemble_groups(const Sweep& sweep, int max_columns) {
+  std::vector<std::vector<const SweepRun*>> groups;
+  std::map<std::string, size_t> by_key;  // key → index in `pending`
+  std::vector<std::vector<const SweepRun*>> pending;
+  for (const auto& r : sweep.runs) {
+    bool joinable = false;
+    std::string key;
+    if (max_columns > 1) {
+      try {
+        joinable = batches_columns(r.config);
+      } catch (const UserError&) {
+        joinable = false;  // the run reports its own error when it runs
+      }
+      if (joinable) key = ensemble_key(r.config);
+    }
+    if (!joinable) {
+      pending.push_back({&r});
+      continue;
+    }
+    auto it = by_key.find(key);
+    if (it == by_key.end()) {
+      by_key.emplace(key, pending.size());
+      pending.push_back({&r});
+    } else {
+      pending[it->second].push_back(&r);
+    }
+  }
+  // a group of g runs → ⌈g / max⌉ ensembles of near-equal size, in grid order
+  for (const auto& g : pending) {
+    const size_t n = g.size(), cap = static_cast<size_t>(std::max(1, max_columns));
+    const size_t parts = (n + cap - 1) / cap;
+    size_t at = 0;
+    for (size_t i = 0; i < parts; ++i) {
+      const size_t size = n / parts + (i < n % parts ? 1 : 0);
+      groups.emplace_back(g.begin() + static_cast<std::ptrdiff_t>(at), g.begin() + static_cast<std::ptrdiff_t>(at + size));
+      at += size;
+    }
+  }
+  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.front()->position < b.front()->position; });
+  return groups;
+}
 
 SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   SweepSummary sum;
   const fs::path dir = opt.out_dir.empty() ? fs::path("sweeps") / fs::path(sweep.path).stem() : fs::path(opt.out_dir);
   sum.total = static_cast<int64_t>(sweep.runs.size());
+  // work items: whole ensembles (formed over the whole grid, so that a run's arithmetic does
+  // not depend on shards or on what a resume skips), each in the shard of its first run
+  const int ensemble = opt.isolate ? 1 : opt.ensemble;
+  std::vector<std::vector<const SweepRun*>> items;
   std::vector<const SweepRun*> todo;
-  for (const auto& r : sweep.runs) {
-    if (r.position % opt.shard_count != opt.shard_index) continue;
-    ++sum.in_shard;
-    if (fs::exists(dir / "runs" / (r.hash + ".h5"))) {
-      ++sum.skipped;
-      continue;
+  for (const auto& group : ensemble_groups(sweep, ensemble)) {
+    if (group.front()->position % opt.shard_count != opt.shard_index) continue;
+    bool missing = false;
+    for (const auto* r : group) {
+      ++sum.in_shard;
+      if (fs::exists(dir / "runs" / (r->hash + ".h5"))) {
+        ++sum.skipped;
+      } else {
+        todo.push_back(r);
+        missing = true;
+      }
     }
-    todo.push_back(&r);
+    if (missing) items.push_back(group);
   }
   if (opt.dry_run) {
     std::printf("%lld runs in the grid, %lld in shard %d/%d, %lld done, %zu to run\n", static_cast<long long>(sum.total),
@@ -131,7 +201,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     fs::create_directories(dir / "configs");
     fs::create_directories(dir / "logs");
     const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const int jobs = std::max(1, std::min<int>(opt.jobs > 0 ? opt.jobs : cores, static_cast<int>(todo.size())));
+    const int jobs = std::max(1, std::min<int>(opt.jobs > 0 ? opt.jobs : cores, static_cast<int>(items.size())));
     for (const auto* r : todo)
       write_text_file((dir / "configs" / (r->hash + ".toml")).string(),
                  "# sweep " + sweep.path + ", grid position " + std::to_string(r->position) + "\n" + r->config.to_toml());
@@ -170,31 +240,75 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     } else {
       ObjectiveCache cache;
       std::vector<std::string> keys;
-      for (const auto* r : todo) keys.push_back(ObjectiveCache::key(r->config)), cache.expect(keys.back());
+      for (const auto& item : items) keys.push_back(ObjectiveCache::key(item.front()->config)), cache.expect(keys.back());
       std::atomic<size_t> next{0};
+      auto write_log = [&](const SweepRun& r, const std::string& text) {
+        try {
+          write_text_file((dir / "logs" / (r.hash + ".log")).string(), text);
+        } catch (const UserError&) {
+        }
+      };
       auto worker = [&] {
         SerialScope serial;  // one run per core: no nested parallel loops
-        for (size_t i = next++; i < todo.size(); i = next++) {
-          const SweepRun& r = *todo[i];
-          const fs::path log = dir / "logs" / (r.hash + ".log");
-          bool ok = false;
-          std::string text;
+        for (size_t i = next++; i < items.size(); i = next++) {
+          const auto& item = items[i];
+          if (item.size() == 1) {
+            const SweepRun& r = *item.front();
+            bool ok = false;
+            std::string text;
+            try {
+              const auto f = cache.get(r.config, keys[i]);
+              const RunResult res = run_experiment(r.config, (dir / "runs" / (r.hash + ".h5")).string(), false, f);
+              text = run_summary_line(res) + "\n";
+              ok = true;
+            } catch (const UserError& e) {
+              text = std::string("error: ") + e.what() + "\n";
+            } catch (const std::exception& e) {
+              text = std::string("internal error: ") + e.what() + "\n";
+            }
+            cache.release(keys[i]);
+            write_log(r, text);
+            finished(ok);
+            continue;
+          }
+          // an ensemble: every column runs (so that its arithmetic is the same whatever a
+          // resume skips); a column whose file exists writes to a scratch name, removed after
+          std::vector<EnsembleColumn> columns;
+          std::vector<bool> wanted;
+          for (const auto* r : item) {
+            const fs::path final_path = dir / "runs" / (r->hash + ".h5");
+            wanted.push_back(!fs::exists(final_path));
+            columns.push_back({r->config, wanted.back() ? final_path.string()
+                                                        : (dir / "runs" / (".redo-" + r->hash + ".h5")).string()});
+          }
+          std::vector<std::string> texts(item.size());
+          std::vector<bool> oks(item.size(), false);
           try {
-            const auto f = cache.get(r.config, keys[i]);
-            const RunResult res = run_experiment(r.config, (dir / "runs" / (r.hash + ".h5")).string(), false, f);
-            text = run_summary_line(res) + "\n";
-            ok = true;
+            const auto f = cache.get(item.front()->config, keys[i]);
+            const auto results = run_ensemble_experiment(columns, f, true);
+            for (size_t c = 0; c < item.size(); ++c) {
+              if (!results[c].error.empty()) {
+                texts[c] = "error: " + results[c].error + "\n";
+              } else {
+                texts[c] = run_summary_line(results[c].result) + "\n";
+                oks[c] = true;
+              }
+            }
           } catch (const UserError& e) {
-            text = std::string("error: ") + e.what() + "\n";
+            for (auto& t : texts) t = std::string("error: ") + e.what() + "\n";
           } catch (const std::exception& e) {
-            text = std::string("internal error: ") + e.what() + "\n";
+            for (auto& t : texts) t = std::string("internal error: ") + e.what() + "\n";
           }
           cache.release(keys[i]);
-          try {
-            write_text_file(log.string(), text);
-          } catch (const UserError&) {
+          for (size_t c = 0; c < item.size(); ++c) {
+            if (!wanted[c]) {
+              std::error_code ec;
+              fs::remove(columns[c].path, ec);
+              continue;
+            }
+            write_log(*item[c], texts[c]);
+            finished(oks[c]);
           }
-          finished(ok);
         }
       };
       std::vector<std::thread> pool;

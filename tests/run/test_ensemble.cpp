@@ -1,0 +1,153 @@
+// Lockstep ensembles (docs/design.md "Ensembles"): every column's run file equals its
+// separate run's — bit for bit for one column, to rounding for several (a GEMM sums in
+// another order than a GEMV) — for rpd, pipedream, paci and localsgd, with a diverging
+// column among converging ones.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "src/io/h5.hpp"
+#include "src/run/runner.hpp"
+#include "tests/test_util.hpp"
+
+using namespace stale;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kSeries[] = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage",
+                         "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "batch_loss"};
+
+// The largest difference between two run files' metric series and iterates, each relative
+// to the largest magnitude of its series (a difference of rounding size relative to the
+// values the series takes; f − f_* near convergence is a difference of two O(f_*) numbers).
+// Infinite when the files differ in status, length or the pattern of non-finite values.
+double max_difference(const fs::path& a, const fs::path& b) {
+  auto fa = h5::open_file_readonly(a.string()), fb = h5::open_file_readonly(b.string());
+  if (h5::read_attr_string(fa.id(), "status") != h5::read_attr_string(fb.id(), "status")) return INFINITY;
+  double worst = 0;
+  auto compare = [&](const std::vector<double>& va, const std::vector<double>& vb) {
+    if (va.size() != vb.size()) return worst = INFINITY, void();
+    double scale = 0;
+    for (double v : va)
+      if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+    for (size_t i = 0; i < va.size(); ++i) {
+      if (std::isfinite(va[i]) != std::isfinite(vb[i])) return worst = INFINITY, void();
+      if (!std::isfinite(va[i])) continue;
+      if (scale > 0) worst = std::max(worst, std::abs(va[i] - vb[i]) / scale);
+    }
+  };
+  for (const char* s : kSeries) {
+    const std::string n = std::string("metrics/") + s;
+    compare(h5::read_vector_double(fa.id(), n), h5::read_vector_double(fb.id(), n));
+  }
+  hsize_t ra = 0, ca = 0, rb = 0, cb = 0;
+  compare(h5::read_matrix_double(fa.id(), "iterates", ra, ca), h5::read_matrix_double(fb.id(), "iterates", rb, cb));
+  return worst;
+}
+
+Config column_config(const std::string& body, double lr) {
+  Config c = Config::from_string(body, "ensemble.toml");
+  c.set("method.lr", ConfigValue(lr), "test");
+  return c;
+}
+
+// runs `lrs` separately and as one ensemble; returns the worst column difference and checks
+// the statuses
+double ensemble_vs_separate(const std::string& name, const std::string& body, const std::vector<double>& lrs,
+                            std::vector<std::string>* statuses = nullptr) {
+  const auto dir = test::temp_dir("ensemble-" + name);
+  std::vector<EnsembleColumn> columns;
+  for (size_t i = 0; i < lrs.size(); ++i) {
+    const Config c = column_config(body, lrs[i]);
+    run_experiment(c, (dir / ("single" + std::to_string(i) + ".h5")).string(), false);
+    columns.push_back({c, (dir / ("column" + std::to_string(i) + ".h5")).string()});
+  }
+  const auto results = run_ensemble_experiment(columns);
+  double worst = 0;
+  for (size_t i = 0; i < lrs.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(results[i].error.empty());
+    if (statuses) statuses->push_back(results[i].result.status);
+    worst = std::max(worst, max_difference(dir / ("single" + std::to_string(i) + ".h5"),
+                                           dir / ("column" + std::to_string(i) + ".h5")));
+  }
+  MESSAGE(name << ": worst column difference " << worst);
+  return worst;
+}
+
+std::string base(const std::string& objective, const std::string& method, const std::string& extra = "") {
+  return "seed = 5\nbackend = \"cpu\"\n[objective]\nname = \"" + objective +
+         "\"\ngenerator = \"" + (objective == "quadratic" ? "random" : "synthetic") +
+         "\"\ndim = 48\nsamples = 96\nbatch_size = 8\nstages = 4\n[method]\nname = \"" + method +
+         "\"\nupdates = 480\n[log]\nprogress = false\nevery = 3\n" + extra;
+}
+
+// rounding differences of GEMM against GEMV summation, grown over a few hundred stale updates
+constexpr double kColumnTolerance = 1e-12;
+
+}  // namespace
+
+TEST_SUITE("run") {
+
+TEST_CASE("OneColumnEnsembleIsItsSeparateRunBitForBit") {
+  for (const std::string method : {"rpd", "pipedream", "paci", "localsgd"}) {
+    CAPTURE(method);
+    const std::string extra = method == "rpd" ? "[delay]\nname = \"uniform\"\nmax = 5\n" : "";
+    CHECK(ensemble_vs_separate("one-" + method, base("quadratic", method, extra), {0.01}) == 0.0);
+  }
+}
+
+TEST_CASE("EnsembleColumnsEqualSeparateRuns") {
+  const std::vector<double> lrs = {0.002, 0.005, 0.01, 0.02};
+  for (const std::string objective : {"quadratic", "logistic"}) {
+    for (const std::string method : {"rpd", "pipedream", "paci", "localsgd", "1f1b-flush"}) {
+      CAPTURE(objective);
+      CAPTURE(method);
+      const std::string extra = method == "rpd" ? "[delay]\nname = \"uniform\"\nmax = 5\n" : "";
+      CHECK(ensemble_vs_separate(objective + "-" + method, base(objective, method, extra), lrs) <= kColumnTolerance);
+    }
+  }
+}
+
+TEST_CASE("EnsembleColumnsWithNoiseMomentumAndAReplayedSchedule") {
+  // shared noise draws, per-column momentum state, RPD replaying PipeDream's delay table
+  Config noisy = Config::from_string(base("quadratic", "pipedream"), "n.toml");
+  noisy.set("objective.grad_noise_std", ConfigValue(0.1), "test");
+  CHECK(ensemble_vs_separate("noise", noisy.to_toml(), {0.004, 0.008}) <= kColumnTolerance);
+  Config momentum = Config::from_string(base("quadratic", "paci"), "m.toml");
+  momentum.set("method.optimizer", ConfigValue(std::string("momentum")), "test");
+  CHECK(ensemble_vs_separate("momentum", momentum.to_toml(), {0.002, 0.004}) <= kColumnTolerance);
+  Config replay = Config::from_string(base("quadratic", "rpd", "[delay]\nname = \"schedule\"\nschedule = \"pipedream\"\n"), "r.toml");
+  replay.set("objective.grad_noise_std", ConfigValue(0.1), "test");
+  CHECK(ensemble_vs_separate("replay", replay.to_toml(), {0.003, 0.006, 0.009}) <= kColumnTolerance);
+}
+
+TEST_CASE("ADivergingColumnStopsAsItsSeparateRunAndTheOthersGoOn") {
+  for (const std::string method : {"rpd", "pipedream", "paci", "localsgd"}) {
+    CAPTURE(method);
+    const std::string extra = method == "rpd" ? "[delay]\nname = \"uniform\"\nmax = 5\n" : "";
+    std::vector<std::string> status;
+    CHECK(ensemble_vs_separate("diverge-" + method, base("quadratic", method, extra), {0.005, 3.0, 0.01}, &status) <=
+          kColumnTolerance);
+    CHECK(status == std::vector<std::string>{"ok", "diverged", "ok"});
+  }
+}
+
+TEST_CASE("AColumnThatFailsItsChecksIsReportedAndTheOthersRun") {
+  const auto dir = test::temp_dir("ensemble-bad");
+  const std::string body = base("quadratic", "pipedream");
+  Config bad = column_config(body, 0.01);
+  bad.set("delay.max", ConfigValue(int64_t{4}), "test");  // pipedream does not read a delay model
+  const auto results = run_ensemble_experiment(
+      {{column_config(body, 0.01), (dir / "a.h5").string()}, {bad, (dir / "b.h5").string()}});
+  CHECK(results[0].error.empty());
+  CHECK(results[0].result.status == "ok");
+  CHECK(results[1].error.find("delay.max") != std::string::npos);
+  CHECK(fs::exists(dir / "a.h5"));
+  CHECK(!fs::exists(dir / "b.h5"));
+  CHECK(!fs::exists(dir / "b.h5.partial"));
+}
+
+}  // TEST_SUITE
