@@ -9,6 +9,7 @@
 
 #include "src/io/h5.hpp"
 #include "src/run/runner.hpp"
+#include "src/run/sweep.hpp"
 #include "tests/test_util.hpp"
 
 using namespace stale;
@@ -148,6 +149,52 @@ TEST_CASE("AColumnThatFailsItsChecksIsReportedAndTheOthersRun") {
   CHECK(fs::exists(dir / "a.h5"));
   CHECK(!fs::exists(dir / "b.h5"));
   CHECK(!fs::exists(dir / "b.h5.partial"));
+}
+
+TEST_CASE("ASweepGroupsAStepSizeGridIntoEnsemblesWhateverTheJobsShardsOrResume") {
+  const std::string body =
+      "[grid]\n\"method.lr\" = [0.002, 0.004, 0.008, 0.016, 2.0]\n[zip]\n\"method.name\" = [\"rpd\", \"pipedream\", "
+      "\"paci\", \"localsgd\", \"sgd\"]\n\"delay.name\" = [\"uniform\", \"zero\", \"zero\", \"zero\", \"zero\"]\n"
+      "\"delay.max\" = [5, 0, 0, 0, 0]\n";
+  const auto dir = test::temp_dir("ensemble-sweep");
+  test::write_file(dir / "base.toml", base("quadratic", "rpd"));
+  test::write_file(dir / "sweep.toml", "base = \"base.toml\"\n" + body);
+  const Sweep sweep = load_sweep((dir / "sweep.toml").string());
+  // 4 methods with an ensemble loop × 5 step sizes in ensembles of ≤ 3 (3 + 2), sgd's 5 alone
+  const auto groups = ensemble_groups(sweep, 3);
+  CHECK(groups.size() == 4 * 2 + 5);
+  size_t columns = 0;
+  for (const auto& g : groups) columns += g.size();
+  CHECK(columns == sweep.runs.size());
+  std::string out;
+  auto sweep_into = [&](const std::string& name, const std::string& flags) {
+    REQUIRE(test::run_command(test::stale_bin() + " sweep " + (dir / "sweep.toml").string() + " -q " + flags + " --out " +
+                                  (dir / name).string(), out) == 0);
+  };
+  sweep_into("alone", "--ensemble 1 --jobs 2");
+  sweep_into("jobs1", "--ensemble 3 --jobs 1");
+  sweep_into("jobs2", "--ensemble 3 --jobs 2");
+  for (int i = 0; i < 2; ++i) sweep_into("shards", "--ensemble 3 --shard " + std::to_string(i) + "/2");
+  // resume: remove one column of an ensemble and one run alone; the sweep redoes them
+  sweep_into("resumed", "--ensemble 3");
+  int removed = 0;
+  for (const auto& e : fs::directory_iterator(dir / "resumed" / "runs"))
+    if (removed < 2 && e.path().extension() == ".h5") fs::remove(e.path()), ++removed;
+  sweep_into("resumed", "--ensemble 3");
+  int runs = 0;
+  for (const auto& e : fs::directory_iterator(dir / "alone" / "runs")) {
+    if (e.path().extension() != ".h5") continue;
+    ++runs;
+    const auto name = e.path().filename();
+    CAPTURE(name);
+    CHECK(max_difference(e.path(), dir / "jobs1" / "runs" / name) <= kColumnTolerance);
+    CHECK(max_difference(dir / "jobs1" / "runs" / name, dir / "jobs2" / "runs" / name) == 0.0);
+    CHECK(max_difference(dir / "jobs1" / "runs" / name, dir / "shards" / "runs" / name) == 0.0);
+    CHECK(max_difference(dir / "jobs1" / "runs" / name, dir / "resumed" / "runs" / name) == 0.0);
+  }
+  CHECK(runs == 25);
+  for (const auto& e : fs::directory_iterator(dir / "resumed" / "runs"))
+    CHECK(e.path().filename().string().rfind(".redo-", 0) != 0);  // scratch columns are removed
 }
 
 }  // TEST_SUITE

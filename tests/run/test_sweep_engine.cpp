@@ -73,6 +73,7 @@ std::vector<fs::path> run_files(const fs::path& dir) {
 TEST_SUITE("run") {
 
 TEST_CASE("InProcessSweepWritesTheSameRunFilesAsOneProcessPerRun") {
+  // --ensemble 1: every run alone, as in its own process (ensembles: tests/run/test_ensemble.cpp)
   // the delay model applies to rpd only: the schedule methods take theirs from the schedule
   const std::string body =
       "[grid]\n\"method.lr\" = [0.005, 0.01]\nseed = [0, 1]\n[zip]\n\"method.name\" = [\"rpd\", \"pipedream\", "
@@ -80,7 +81,7 @@ TEST_CASE("InProcessSweepWritesTheSameRunFilesAsOneProcessPerRun") {
       "\"delay.max\" = [6, 0, 0, 0]\n";
   const auto a = make_sweep("engine-inproc", kBase, body), b = make_sweep("engine-isolate", kBase, body);
   std::string out;
-  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (a / "sweep.toml").string() + " -q --jobs 2 --out " +
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (a / "sweep.toml").string() + " -q --jobs 2 --ensemble 1 --out " +
                                 (a / "o").string(), out) == 0);
   REQUIRE(test::run_command(test::stale_bin() + " sweep " + (b / "sweep.toml").string() + " -q --isolate --jobs 2 --out " +
                                 (b / "o").string(), out) == 0);
