@@ -59,6 +59,13 @@ class RunObserver {
   // `delta` is the change of block e.stage (size d_s), or of all of w when e.stage = −1;
   // `w` is the iterate after the update
   virtual void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) = 0;
+  // a lockstep ensemble announces the change of every column before it reports any
+  // (on_update follows with the same event and delta), so that trackers shared between the
+  // columns apply all P changes as one product
+  virtual void prepare_update(const UpdateEvent& e, ConstVecRef delta) {
+    (void)e;
+    (void)delta;
+  }
   // a diverged run (NaN/inf) stops early and is recorded as such
   virtual bool should_stop() const = 0;
 };

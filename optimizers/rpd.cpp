@@ -114,7 +114,9 @@ class Rpd final : public Method {
     std::vector<int> active;
     for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
     Mat Z, G;
-    Vec z, wb, delta, noise_draw;
+    Vec z, wb, noise_draw;
+    std::vector<Vec> deltas;
+    std::vector<UpdateEvent> events;
     for (int64_t k = 0; k < plan.updates; ++k) {
       // a column stops where its separate run would: before the update after its observer said so
       active.erase(std::remove_if(active.begin(), active.end(), [&](int p) { return obs[p]->should_stop(); }),
@@ -140,12 +142,17 @@ class Rpd final : public Method {
         noise.add(noise_draw);
         G.colwise() += noise_draw;
       }
+      // every column's change is announced before any is reported: trackers shared between
+      // the columns apply them as one product
+      events.resize(active.size());
+      deltas.resize(active.size());
       for (Index a = 0; a < n; ++a) {
         const int p = active[a];
         wb = P.block(stores[p].current(), s);
-        rules[p][s]->step(wb, G.col(a), col[p]->p_.lr_schedule.at(k), delta);
+        rules[p][s]->step(wb, G.col(a), col[p]->p_.lr_schedule.at(k), deltas[a]);
         stores[p].commit(s, wb);
-        UpdateEvent e;
+        UpdateEvent& e = events[a];
+        e = UpdateEvent{};
         e.k = k + 1;
         e.stage = s;
         e.batch = m;
@@ -153,8 +160,9 @@ class Rpd final : public Method {
         e.stale_dist = std::sqrt(stale_sq[a]);
         e.delays = &d;
         if (k < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k];
-        obs[p]->on_update(e, delta, stores[p].current());
+        obs[p]->prepare_update(e, deltas[a]);
       }
+      for (Index a = 0; a < n; ++a) obs[active[a]]->on_update(events[a], deltas[a], stores[active[a]].current());
     }
     for (int p = 0; p < Pc; ++p) w[p] = stores[p].current();
     return std::vector<RunReport>(Pc);

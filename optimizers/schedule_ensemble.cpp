@@ -158,7 +158,10 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
   for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]);
   int64_t k = 0;
   int64_t update_index = 0;
-  Vec g, delta, d_avg, noise_draw;
+  Vec g, delta, noise_draw;
+  std::vector<Vec> deltas;
+  std::vector<UpdateEvent> events;
+  std::vector<int> stepped;
   Mat used, grad_W, grad_in, gradient;
   std::vector<int64_t> delay_row;
   auto stop_columns = [&] {
@@ -240,6 +243,11 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
         e.delays = &delay_row;
       }
       ++update_index;
+      // every column's change is announced before any is reported: trackers shared between
+      // the columns apply them as one product
+      events.clear();
+      deltas.clear();
+      stepped.clear();
       for (int p = 0; p < Pc; ++p) {
         if (!running[p]) continue;
         g = acc[r][p][j] / count;
@@ -254,14 +262,17 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
         if (opt.predict) velocity[p][j] = opt.predict_decay * velocity[p][j] + (1 - opt.predict_decay) * delta;
         e.grad_norm = g.norm();
         e.batch_loss = st.loss.size() > 0 ? st.loss(pos) : std::nan("");
-        if (R == 1) {
-          obs[p]->on_update(e, delta, W[0][p]);
-        } else {
-          d_avg = delta / static_cast<double>(R);
-          P.block(w_avg[p], j) += d_avg;
-          obs[p]->on_update(e, d_avg, w_avg[p]);
+        if (R > 1) {
+          delta /= static_cast<double>(R);
+          P.block(w_avg[p], j) += delta;
         }
+        obs[p]->prepare_update(e, delta);
+        events.push_back(e);
+        deltas.push_back(delta);
+        stepped.push_back(p);
       }
+      for (size_t c = 0; c < stepped.size(); ++c)
+        obs[stepped[c]]->on_update(events[c], deltas[c], R == 1 ? W[0][stepped[c]] : w_avg[stepped[c]]);
     }
     if (op.averages() && R > 1) {
       for (int p = 0; p < Pc; ++p) {

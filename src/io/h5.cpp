@@ -269,7 +269,7 @@ std::vector<double> read_array_double(hid_t p, const std::string& n, std::vector
 }
 
 Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows,
-                       hid_t file_type)
+                       hid_t file_type, bool compress)
     : type_(mem_type), cols_(cols) {
   const Lock lock;
   std::vector<hsize_t> dims = {0}, maxdims = {H5S_UNLIMITED}, chunk = {std::max<hsize_t>(chunk_rows, 1)};
@@ -277,7 +277,7 @@ Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hs
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), maxdims.data()), H5Sclose, "space");
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
-  set_compression(plist.id());
+  if (compress) set_compression(plist.id());
   dset_ = Handle(H5Dcreate2(parent, name.c_str(), file_type >= 0 ? file_type : mem_type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
                  "create dataset " + name);
 }

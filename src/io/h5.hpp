@@ -74,9 +74,11 @@ class Appendable {
  public:
   Appendable() = default;
   // cols = 0: a 1-D series; cols > 0: rows of `cols` values. file_type < 0: stored as
-  // mem_type; else HDF5 converts on write (e.g. int64 in memory, int32 on disk)
+  // mem_type; else HDF5 converts on write (e.g. int64 in memory, int32 on disk).
+  // compress = false: no filters (full-precision iterates compress to ~77% at deflate's
+  // cost, most of a small run's time: results/PERFORMANCE.md)
   Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows,
-             hid_t file_type = -1);
+             hid_t file_type = -1, bool compress = true);
   void append(const void* data, hsize_t rows);
   hsize_t rows() const { return rows_; }
 

@@ -72,7 +72,8 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
     I.series.emplace_back(I.metrics.id(), I.names[i], integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0, kChunk);
   }
   I.iterates = h5::Appendable(I.file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim),
-                              std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)));
+                              std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)),
+                              -1, false);
   I.iterates_k = h5::Appendable(I.file.id(), "iterates_k", H5T_NATIVE_INT64, 0, 256);
   I.delay_max.assign(stages, 0);
   I.delay_sum.assign(stages, 0.0);

@@ -31,12 +31,8 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
   if (opt_.exact_mean) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;
   k_ = e.k;
   G_ = std::max(G_, e.grad_norm);
-  if (e.stage >= 0) {
-    tracker_->block_changed(e.stage, delta);
-  } else {
-    const auto& P = f_.blocks();
-    for (int s = 0; s < P.stages(); ++s) tracker_->block_changed(s, delta.segment(P.offset(s), P.size(s)));
-  }
+  if (!prepared_) track(e, delta);
+  prepared_ = false;
   if (log_ && e.delays) log_->append_delays(*e.delays);
   const bool on_cadence = k_ / opt_.every != (k_ - steps) / opt_.every || k_ == opt_.updates;
   current_fresh_ = false;
@@ -52,6 +48,20 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
   }
   last_event_ = e;
   if (on_cadence || diverged_) record(e, w);
+}
+
+void MetricsObserver::prepare_update(const UpdateEvent& e, ConstVecRef delta) {
+  track(e, delta);
+  prepared_ = true;
+}
+
+void MetricsObserver::track(const UpdateEvent& e, ConstVecRef delta) {
+  if (e.stage >= 0) {
+    tracker_->block_changed(e.stage, delta);
+  } else {
+    const auto& P = f_.blocks();
+    for (int s = 0; s < P.stages(); ++s) tracker_->block_changed(s, delta.segment(P.offset(s), P.size(s)));
+  }
 }
 
 void MetricsObserver::check_divergence(double grad_norm) {

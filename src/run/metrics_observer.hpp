@@ -41,6 +41,7 @@ class MetricsObserver final : public RunObserver {
   void use_tracker(std::unique_ptr<IterateTracker> t) { injected_ = std::move(t); }
   void on_start(const Vec& w0) override;
   void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) override;
+  void prepare_update(const UpdateEvent& e, ConstVecRef delta) override;
   bool should_stop() const override { return diverged_; }
 
   bool diverged() const { return diverged_; }
@@ -56,6 +57,7 @@ class MetricsObserver final : public RunObserver {
 
  private:
   void record(const UpdateEvent& e, const Vec& w);
+  void track(const UpdateEvent& e, ConstVecRef delta);
   MetricsRow make_row(const UpdateEvent& e);
 
   const Objective& f_;
@@ -71,6 +73,7 @@ class MetricsObserver final : public RunObserver {
   std::string reason_;
   void check_divergence(double grad_norm);
   bool current_fresh_ = true;
+  bool prepared_ = false;  // prepare_update already passed the change to the tracker
   MetricsRow last_;
   UpdateEvent last_event_;
   std::chrono::steady_clock::time_point t0_;
