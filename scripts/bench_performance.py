@@ -76,11 +76,28 @@ def cases(stale, tmp, repeat):
     sweep = tmp / "grid9.toml"
     sweep.write_text(f'base = "{ROOT / "experiments" / "e1_random_quadratic.toml"}"\n[grid]\n"method.lr" = {lrs}\n')
     help_text = subprocess.run([stale, "sweep", "--help"], capture_output=True, text=True).stdout
+    ensembles = "--ensemble" in help_text
     for jobs in (1, 2):
         d = tmp / f"sw{jobs}"
         out[f"grid9_sweep_jobs{jobs}"] = wall([stale, "sweep", str(sweep), "-q", "--jobs", str(jobs), "--out", str(d)])
     if "--isolate" not in help_text:
         out["grid9_sweep_jobs1_note"] = "process per run (no in-process engine in this build)"
+    # lockstep ensembles against the same runs alone, one worker each: the E1 grid (five of
+    # its nine step sizes diverge within a few hundred updates) and a grid of nine converging
+    # step sizes run 10× longer, where the arithmetic dominates
+    converging = tmp / "converging9.toml"
+    conv_lrs = [0.002, 0.003, 0.004, 0.006, 0.008, 0.011, 0.016, 0.022, 0.03]
+    converging.write_text(f'base = "{ROOT / "experiments" / "e1_random_quadratic.toml"}"\n'
+                          f'[set]\n"method.updates" = 32000\n[grid]\n"method.lr" = {conv_lrs}\n')
+    for name, file in (("grid9", sweep), ("conv9", converging)):
+        for columns in (1, 9):
+            if not ensembles:
+                out[f"{name}_ens{columns}"] = float("nan")
+                continue
+            d = tmp / f"{name}_e{columns}"
+            out[f"{name}_ens{columns}"] = min(
+                wall([stale, "sweep", str(file), "-q", "--jobs", "1", "--ensemble", str(columns), "--out",
+                      str(d / str(r))]) for r in range(3))
     # a busy machine: the logistic run of the issue alone, then two at once on this machine
     logistic = ["objective.name=logistic", "objective.generator=synthetic", "objective.stages=16",
                 "method.updates=9600", "method.lr=0.01", "method.name=rpd", "delay.name=uniform", "delay.max=60"]
@@ -133,8 +150,12 @@ def main():
     row("E4 PD at S = 128 (187,264 block updates), whole process", "e4_pd_128", "≤ 1 s")
     row("E4 RPD at S = 128, δ = 16,320, whole process", "e4_rpd_128", "≤ 1 s")
     row("9-step-size E1 grid as 9 `stale run` processes", "grid9_processes", "")
-    row("9-step-size E1 grid as one `stale sweep --jobs 1`", "grid9_sweep_jobs1", "")
-    row("9-step-size E1 grid as one `stale sweep --jobs 2`", "grid9_sweep_jobs2", "")
+    row("9-step-size E1 grid as one `stale sweep --jobs 1` (default: ensembles of ≤ 8)", "grid9_sweep_jobs1", "")
+    row("9-step-size E1 grid as one `stale sweep --jobs 2` (default: ensembles of ≤ 8)", "grid9_sweep_jobs2", "")
+    row("E1 grid in-process, every run alone (`--ensemble 1 --jobs 1`)", "grid9_ens1", "")
+    row("E1 grid in-process, one ensemble of 9 (`--ensemble 9 --jobs 1`)", "grid9_ens9", "")
+    row("9 converging step sizes, 32,000 updates, every run alone (`--ensemble 1 --jobs 1`)", "conv9_ens1", "")
+    row("the same as one ensemble of 9 (`--ensemble 9 --jobs 1`)", "conv9_ens9", "")
     row("logistic d = 512, n = 600, S = 16, 9600 updates, alone", "logistic_alone", "")
     row("the same, two at once (wall for both)", "logistic_two_at_once", "")
     ratio = new["logistic_two_at_once"] / new["logistic_alone"]
@@ -142,6 +163,9 @@ def main():
     print(f"9-run grid: processes / in-process sweep (jobs 1) = "
           f"{new['grid9_processes'] / new['grid9_sweep_jobs1']:.2f} ×, (jobs 2) = "
           f"{new['grid9_processes'] / new['grid9_sweep_jobs2']:.2f} ×")
+    print(f"9 processes / one ensemble of 9 = {new['grid9_processes'] / new['grid9_ens9']:.2f} × (target ≥ 4 ×); "
+          f"runs alone / ensemble, same process: E1 grid {new['grid9_ens1'] / new['grid9_ens9']:.2f} ×, "
+          f"converging grid {new['conv9_ens1'] / new['conv9_ens9']:.2f} ×")
     if base:
         print(f"baseline: two at once = {base['logistic_two_at_once'] / base['logistic_alone']:.2f} × one alone")
 
