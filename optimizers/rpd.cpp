@@ -114,7 +114,7 @@ class Rpd final : public Method {
     std::vector<int> active;
     for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
     Mat Z, G;
-    Vec z, wb, noise_draw;
+    Vec wb, noise_draw;
     std::vector<Vec> deltas;
     std::vector<UpdateEvent> events;
     for (int64_t k = 0; k < plan.updates; ++k) {
@@ -126,12 +126,21 @@ class Rpd final : public Method {
       for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
       Z.resize(f.dim(), n);
       std::vector<double> stale_sq(active.size(), 0.0);
-      for (Index a = 0; a < n; ++a) {
-        const VersionStore& store = stores[active[a]];
-        store.gather(d, z);
-        for (int i = 0; i < S; ++i)
-          if (d[i] > 0) stale_sq[a] += (P.block(z, i) - P.block(store.current(), i)).squaredNorm();
-        Z.col(a) = z;
+      // the mixed point of every column: the stores saw the same commits, so one search per
+      // block finds the slot in all of them (VersionStore::gather, P columns at a time)
+      for (int i = 0; i < S; ++i) {
+        const Index off = P.offset(i), di = P.size(i);
+        if (d[i] == 0) {
+          for (Index a = 0; a < n; ++a) Z.col(a).segment(off, di) = P.block(stores[active[a]].current(), i);
+          continue;
+        }
+        const int64_t slot = stores[active[0]].slot_at(i, k - d[i]);
+        for (Index a = 0; a < n; ++a) {
+          const VersionStore& store = stores[active[a]];
+          auto zi = Z.col(a).segment(off, di);
+          zi = store.slot(i, slot);
+          stale_sq[a] += (zi - P.block(store.current(), i)).squaredNorm();
+        }
       }
       const int s = follow ? order_.stages[k] : stages.next();
       const int m = follow ? order_.batches[k] : batches.next();
