@@ -100,8 +100,18 @@ class Rpd final : public Method {
       col[p] = dynamic_cast<const Rpd*>(columns[p]);
       STALE_CHECK(col[p] != nullptr, "every column is rpd");
     }
-    std::vector<VersionStore> stores;
-    for (int p = 0; p < Pc; ++p) stores.emplace_back(P, w[p], delays_->bound());
+    // one version store for all columns: block s of the wide vector is vec(W_s), the d_s × Pc
+    // block of every column side by side, so that a read of one version is one contiguous
+    // copy for all columns (the columns saw the same commits: same blocks, same k)
+    std::vector<Index> wide_offsets;
+    for (int s = 0; s <= S; ++s) wide_offsets.push_back(P.offsets()[s] * Pc);
+    const BlockPartition wide(wide_offsets);
+    Vec w0(P.dim() * Pc);
+    for (int s = 0; s < S; ++s)
+      for (int p = 0; p < Pc; ++p) w0.segment(wide.offset(s) + p * P.size(s), P.size(s)) = P.block(w[p], s);
+    VersionStore store(wide, w0, delays_->bound());
+    auto column_of = [&](auto&& wide_block, int s, Index p) { return wide_block.segment(p * P.size(s), P.size(s)); };
+    std::vector<Vec> current(w.begin(), w.end());  // each column's iterate, for its observer
     StageSampler stages(S, p_.seed);
     BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
     GradientNoise noise(p_.grad_noise_std, p_.seed);
@@ -114,7 +124,7 @@ class Rpd final : public Method {
     std::vector<int> active;
     for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
     Mat Z, G;
-    Vec wb, noise_draw;
+    Vec wb, wide_block, noise_draw;
     std::vector<Vec> deltas;
     std::vector<UpdateEvent> events;
     for (int64_t k = 0; k < plan.updates; ++k) {
@@ -126,20 +136,19 @@ class Rpd final : public Method {
       for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
       Z.resize(f.dim(), n);
       std::vector<double> stale_sq(active.size(), 0.0);
-      // the mixed point of every column: the stores saw the same commits, so one search per
-      // block finds the slot in all of them (VersionStore::gather, P columns at a time)
+      // the mixed point of every column (VersionStore::gather, Pc columns at a time)
       for (int i = 0; i < S; ++i) {
         const Index off = P.offset(i), di = P.size(i);
+        const auto now = wide.block(store.current(), i);
         if (d[i] == 0) {
-          for (Index a = 0; a < n; ++a) Z.col(a).segment(off, di) = P.block(stores[active[a]].current(), i);
+          for (Index a = 0; a < n; ++a) Z.col(a).segment(off, di) = column_of(now, i, active[a]);
           continue;
         }
-        const int64_t slot = stores[active[0]].slot_at(i, k - d[i]);
+        const auto then = store.read(i, k - d[i]);
         for (Index a = 0; a < n; ++a) {
-          const VersionStore& store = stores[active[a]];
           auto zi = Z.col(a).segment(off, di);
-          zi = store.slot(i, slot);
-          stale_sq[a] += (zi - P.block(store.current(), i)).squaredNorm();
+          zi = column_of(then, i, active[a]);
+          stale_sq[a] += (zi - column_of(now, i, active[a])).squaredNorm();
         }
       }
       const int s = follow ? order_.stages[k] : stages.next();
@@ -155,11 +164,13 @@ class Rpd final : public Method {
       // the columns apply them as one product
       events.resize(active.size());
       deltas.resize(active.size());
+      wide_block = wide.block(store.current(), s);  // frozen columns keep their value
       for (Index a = 0; a < n; ++a) {
         const int p = active[a];
-        wb = P.block(stores[p].current(), s);
+        wb = P.block(current[p], s);
         rules[p][s]->step(wb, G.col(a), col[p]->p_.lr_schedule.at(k), deltas[a]);
-        stores[p].commit(s, wb);
+        column_of(wide_block, s, p) = wb;
+        P.block(current[p], s) = wb;
         UpdateEvent& e = events[a];
         e = UpdateEvent{};
         e.k = k + 1;
@@ -171,9 +182,10 @@ class Rpd final : public Method {
         if (k < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k];
         obs[p]->prepare_update(e, deltas[a]);
       }
-      for (Index a = 0; a < n; ++a) obs[active[a]]->on_update(events[a], deltas[a], stores[active[a]].current());
+      store.commit(s, wide_block);
+      for (Index a = 0; a < n; ++a) obs[active[a]]->on_update(events[a], deltas[a], current[active[a]]);
     }
-    for (int p = 0; p < Pc; ++p) w[p] = stores[p].current();
+    for (int p = 0; p < Pc; ++p) w[p] = current[p];
     return std::vector<RunReport>(Pc);
   }
 

@@ -23,7 +23,7 @@ VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t 
   }
 }
 
-int64_t VersionStore::slot_at(int block, int64_t j) const {
+Eigen::Map<const Vec> VersionStore::read(int block, int64_t j) const {
   STALE_CHECK(j <= k_ && j >= k_ - bound_ && j >= 0, "read outside the window [k − bound, k]");
   const Ring& r = rings_[block];
   const int64_t cap = r.cap;
@@ -41,7 +41,8 @@ int64_t VersionStore::slot_at(int block, int64_t j) const {
     if (r.valid_from[slot_of(mid)] <= j) hi = mid;
     else lo = mid + 1;
   }
-  return slot_of(lo);
+  const int64_t slot = slot_of(lo);
+  return Eigen::Map<const Vec>(r.slots.col(slot).data(), r.slots.rows());
 }
 
 void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {

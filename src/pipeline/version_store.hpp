@@ -25,14 +25,7 @@ class VersionStore {
   const BlockPartition& blocks() const { return blocks_; }
 
   // block i as it was in w_j (k − bound ≤ j ≤ k)
-  Eigen::Map<const Vec> read(int block, int64_t j) const { return slot(block, slot_at(block, j)); }
-  // read in two steps: where block i's value of w_j is kept, and the value kept there. Stores
-  // that saw the same commits (the columns of a lockstep ensemble: same blocks, same k) keep
-  // the same version in the same slot, so one search serves every column.
-  int64_t slot_at(int block, int64_t j) const;
-  Eigen::Map<const Vec> slot(int block, int64_t index) const {
-    return Eigen::Map<const Vec>(rings_[block].slots.col(index).data(), rings_[block].slots.rows());
-  }
+  Eigen::Map<const Vec> read(int block, int64_t j) const;
   // z with z^(i) = block i of w_{k − delays[i]}: the mixed point of docs/theory.md §1
   void gather(const std::vector<int64_t>& delays, Vec& z) const;
   // w_{k+1} = w_k with block i replaced; k ← k + 1
