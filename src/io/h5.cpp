@@ -54,11 +54,17 @@ std::vector<hsize_t> dataset_dims(hid_t dset) {
   H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
   return dims;
 }
-// Byte shuffle + deflate level 1: the series and tables a run writes (small integers, slowly
-// varying doubles) compress nearly as well as at level 4 for a fraction of the time, which
-// for a delay table of 10^7 cells was most of the run (issue "lean I/O").
-void set_compression(hid_t plist) {
+// Integers (delay tables, the schedule's op table, step and block indices) are packed to the
+// bits their chunk needs (the scale-offset filter: no zlib, lossless for integers); doubles
+// get byte shuffle + deflate level 1, which compresses slowly varying series nearly as well as
+// level 4 for a fraction of the time. A run's delay and op tables through deflate were a
+// quarter of a small schedule run's time (results/PERFORMANCE.md).
+void set_compression(hid_t plist, hid_t type) {
   const Lock lock;
+  if (H5Tget_class(type) == H5T_INTEGER) {
+    ok(H5Pset_scaleoffset(plist, H5Z_SO_INT, H5Z_SO_INT_MINBITS_DEFAULT), "H5Pset_scaleoffset");
+    return;
+  }
   ok(H5Pset_shuffle(plist), "H5Pset_shuffle");
   ok(H5Pset_deflate(plist, 1), "H5Pset_deflate");
 }
@@ -73,7 +79,7 @@ void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* d
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1 << 16) / std::max<hsize_t>(1, total / std::max<hsize_t>(dims[0], 1))));
     ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
-    set_compression(plist.id());
+    set_compression(plist.id(), type);
   }
   Handle dset(H5Dcreate2(parent, name.c_str(), type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
               "create dataset " + name);
@@ -277,7 +283,7 @@ Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hs
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), maxdims.data()), H5Sclose, "space");
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
-  if (compress) set_compression(plist.id());
+  if (compress) set_compression(plist.id(), file_type >= 0 ? file_type : mem_type);
   dset_ = Handle(H5Dcreate2(parent, name.c_str(), file_type >= 0 ? file_type : mem_type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
                  "create dataset " + name);
 }
