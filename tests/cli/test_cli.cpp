@@ -7,6 +7,8 @@
 #include "src/io/h5.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("cli");
+
 using namespace stale;
 namespace fs = std::filesystem;
 
@@ -169,3 +171,5 @@ TEST_CASE("VersionIsOneLineWithTheGitSha") {
   CHECK(out.find("(git ") != std::string::npos);
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
 }
+
+TEST_SUITE_END();

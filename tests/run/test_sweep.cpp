@@ -14,6 +14,8 @@
 #include "src/run/sweep.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("run");
+
 using namespace stale;
 namespace fs = std::filesystem;
 
@@ -194,3 +196,5 @@ TEST_CASE("KilledSweepResumesToTheSameResults") {
   CHECK(count_done() == 12);
   CHECK(rows_without_wall(ref / "o" / "index.csv") == rows_without_wall(cut / "o" / "index.csv"));
 }
+
+TEST_SUITE_END();
