@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "src/io/h5.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/test_util.hpp"
 
 TEST_SUITE_BEGIN("cli");
@@ -13,21 +14,7 @@ using namespace stale;
 namespace fs = std::filesystem;
 
 namespace {
-const char* kBase = R"(
-[objective]
-name = "quadratic"
-generator = "random"
-dim = 16
-samples = 40
-batch_size = 4
-stages = 4
-[method]
-name = "rpd"
-lr = 0.01
-updates = 50
-[log]
-progress = false
-)";
+const std::string kBase = test::small_run_toml({.dim = 16, .samples = 40, .batch_size = 4, .stages = 4, .updates = 50});
 
 struct Outcome {
   int rc;
