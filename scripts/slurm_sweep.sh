@@ -20,14 +20,19 @@
 #SBATCH --output=slurm-%A_%a.out
 set -euo pipefail
 usage="usage: sbatch --array=0-<N-1> scripts/slurm_sweep.sh SWEEP.toml OUT_DIR [key=value ...]"
-sweep=${1:?$usage}
-out=${2:?$usage}
+if [[ $# -lt 2 ]]; then echo "error: slurm_sweep.sh: $usage" >&2; exit 2; fi
+if [[ -z "${SLURM_ARRAY_TASK_ID:-}" || -z "${SLURM_ARRAY_TASK_COUNT:-}" ]]; then
+  echo "error: slurm_sweep.sh: not a Slurm array task (no SLURM_ARRAY_TASK_ID); $usage" >&2
+  exit 2
+fi
+sweep=$1
+out=$2
 shift 2
 stale=${STALE_BIN:-build/stale}
-task=${SLURM_ARRAY_TASK_ID:?run as a Slurm array job: $usage}
-min=${SLURM_ARRAY_TASK_MIN:?run as a Slurm array job: $usage}
-max=${SLURM_ARRAY_TASK_MAX:?run as a Slurm array job: $usage}
-count=${SLURM_ARRAY_TASK_COUNT:?run as a Slurm array job: $usage}
+task=$SLURM_ARRAY_TASK_ID
+min=${SLURM_ARRAY_TASK_MIN:-0}
+max=${SLURM_ARRAY_TASK_MAX:-$((SLURM_ARRAY_TASK_COUNT - 1))}
+count=$SLURM_ARRAY_TASK_COUNT
 shards=$((max - min + 1))
 if [[ "$count" -ne "$shards" ]]; then
   echo "error: slurm_sweep.sh: --array has $count tasks in $min-$max; give a contiguous range without a step, e.g. --array=0-$((count - 1))" >&2
