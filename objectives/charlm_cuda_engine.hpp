@@ -1,5 +1,5 @@
 #pragma once
-// The device half of the CUDA twin of the character-level GPT (charlm_cuda.cu), behind an
+// The device half of the CUDA twin of the character-level GPT (charlm_cuda_engine.cu), behind an
 // Eigen-free interface of plain host arrays — for the reason linear_cuda_engine.hpp gives:
 // nvcc (C++17, no -march=native) and the host compiler disagree on Eigen's aligned
 // allocator, so no Eigen type may cross into a .cu file. charlm_cuda_objective.cpp (host
@@ -71,7 +71,7 @@ class CharLmCudaEngine {
   virtual double compute_seconds() const = 0;
 };
 
-// true when this binary holds charlm_cuda.cu (false: the stub, e.g. a CPU-only build)
+// true when this binary holds charlm_cuda_engine.cu (false: the stub, e.g. a CPU-only build)
 bool charlm_cuda_compiled();
 
 // Throws UserError when CUDA is not compiled in or no device is present.

@@ -1,5 +1,5 @@
 // The CUDA twin of the character-level GPT in a build without nvcc: its factory and the
-// GEMM peak probe say so (charlm_cuda.cu is the real one).
+// GEMM peak probe say so (charlm_cuda_engine.cu and cuda_gemm_peak.cu are the real ones).
 #include "objectives/charlm_cuda_engine.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"

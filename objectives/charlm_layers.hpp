@@ -2,7 +2,7 @@
 // Layers of the character-level GPT (docs/theory.md §7), llm.c style: each layer is a pair
 // `X_forward` / `X_backward` over plain row-major arrays, templated on the scalar (float for
 // training, double for gradient checks). This CPU version (Eigen GEMMs + OpenMP) is the
-// reference every fast path (charlm_cuda.cu) is checked against.
+// reference every fast path (charlm_cuda_kernels.cuh) is checked against.
 //
 // Shape letters, used everywhere below:
 //   B  batch (windows per mini-batch)       T  time (context length; t indexes positions)

@@ -1,5 +1,5 @@
 #pragma once
-// Host-side precision conversion for the CUDA twins' transfers (objectives/charlm_cuda.cu):
+// Host-side precision conversion for the CUDA twins' transfers (objectives/charlm_cuda_engine.cu):
 // the float32 engine converts host doubles to float into page-locked memory before the copy
 // up, and float to double after the copy down, so the bus carries 4 bytes a value instead of
 // 8. Plain C++ (nvcc compiles it as host code; tests/objectives checks it on the CPU).

@@ -9,15 +9,14 @@
 // the loss, λ and the algorithms' version: the eigenvalues cost O(d³) and a real data set
 // seconds per Newton step, while a sweep builds the same data set hundreds of times. Only a
 // converged f_* is cached.
+//
+// Files: least_squares_constants.cpp, logistic_constants.cpp (damped Newton),
+// dense_spectrum.* (eigenvalues, the memory check), linear_constants_cache.* (the disk cache).
 #include "objectives/linear_model_cpu.hpp"
 
 namespace stale {
 
 ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f);
 ObjectiveConstants logistic_constants(const LogisticCpu& f);
-
-// extreme eigenvalues of a symmetric matrix (dense solver up to 4096, else Lanczos-free
-// power iteration for the largest and 0 for the smallest)
-void extreme_eigenvalues(const Mat& H, double& lambda_max, double& lambda_min);
 
 }  // namespace stale

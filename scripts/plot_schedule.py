@@ -17,7 +17,6 @@ import argparse
 import os
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
@@ -27,7 +26,7 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_analysis import AnalysisError, run_cli  # noqa: E402
+from stale_analysis import AnalysisError, open_h5, run_cli  # noqa: E402
 
 COLORS = {0: "#4c78a8", 1: "#59a14f", 2: "#b07aa1"}  # F, B, W
 NAMES = {0: "F", 1: "B", 2: "W"}
@@ -42,13 +41,7 @@ def load(path):
     or from a training run of a schedule method (`stale run`, its /schedule group). A run
     file does not carry the schedule file's root attributes, so stages and chunks are read
     from the op table itself and the name and delays from /schedule's attributes."""
-    if not os.path.exists(path):
-        raise AnalysisError(f"{path}: no such file")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise AnalysisError(f"{path}: not a readable HDF5 file ({e})") from None
-    with f:
+    with open_h5(path) as f:
         if "schedule" not in f:
             raise AnalysisError(f"{path}: no /schedule group (a run of a method without a schedule, e.g. rpd or sgd?)")
         g = f["schedule"]

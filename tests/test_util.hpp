@@ -11,6 +11,7 @@
 #include "objectives/objective.hpp"
 #include "src/config/config.hpp"
 #include "src/core/rng.hpp"
+#include "tests/support/configs.hpp"
 
 namespace stale::test {
 
@@ -30,23 +31,9 @@ inline void write_file(const std::filesystem::path& p, const std::string& text) 
 
 // a small random least-squares RPD config
 inline Config small_config(const std::string& extra = "") {
-  return Config::from_string(R"(
-seed = 3
-backend = "cpu"
-[objective]
-name = "quadratic"
-generator = "random"
-dim = 37
-samples = 60
-batch_size = 6
-stages = 5
-[method]
-name = "rpd"
-lr = 0.005
-updates = 400
-[log]
-progress = false
-)" + extra, "small.toml");
+  return Config::from_string(small_run_toml({.header = "seed = 3\nbackend = \"cpu\"\n", .dim = 37, .samples = 60,
+                                             .batch_size = 6, .stages = 5, .lr = "0.005", .updates = 400}) + extra,
+                             "small.toml");
 }
 
 inline std::string stale_bin() {

@@ -7,17 +7,19 @@ thin command lines over this package, so a rule (what counts as diverged, how ru
 grouped, how values sort) is written once and every figure and table follows it.
 """
 from .errors import AnalysisError, run_cli, warn
-from .runs import DIVERGENCE_FACTOR, Run, divergence_reason, is_diverged, load_run, load_runs
+from .runs import DIVERGENCE_FACTOR, Run, divergence_reason, is_diverged, load_run, load_runs, open_h5
 from .grouping import Group, filter_runs, group_runs, parse_keys, parse_where, sort_key
 from .sweeps import axes_of, find_sweep, group_rows, mean_curve, read_index
 from .stepsize import THRESHOLDS, choose, is_stable, select, tail_stats
 from .fits import fit_exponent, positive_tail
+from .schema import INDEX_RESULTS, METRIC_NAMES, METRICS, Metric, axis_label, metric_info
 
 __all__ = [
     "AnalysisError", "run_cli", "warn",
-    "DIVERGENCE_FACTOR", "Run", "divergence_reason", "is_diverged", "load_run", "load_runs",
+    "DIVERGENCE_FACTOR", "Run", "divergence_reason", "is_diverged", "load_run", "load_runs", "open_h5",
     "Group", "filter_runs", "group_runs", "parse_keys", "parse_where", "sort_key",
     "axes_of", "find_sweep", "group_rows", "mean_curve", "read_index",
     "THRESHOLDS", "choose", "is_stable", "select", "tail_stats",
     "fit_exponent", "positive_tail",
+    "INDEX_RESULTS", "METRIC_NAMES", "METRICS", "Metric", "axis_label", "metric_info",
 ]

@@ -12,6 +12,7 @@ import h5py
 import numpy as np
 
 from .errors import AnalysisError
+from .schema import METRIC_NAMES
 
 # A run whose final f − f_* (or loss, when f_* is unknown) exceeds this multiple of its start
 # value diverged, whatever its status says (the harness's own threshold, issue #13).
@@ -71,7 +72,8 @@ class Run:
 
     def series(self, name: str) -> np.ndarray:
         if name not in self.metrics:
-            raise AnalysisError(f"{self.path}: no metric '{name}' (has: {', '.join(sorted(self.metrics))})")
+            known = "" if name in METRIC_NAMES else f"; the run file's metrics are {', '.join(METRIC_NAMES)}"
+            raise AnalysisError(f"{self.path}: no metric '{name}' (has: {', '.join(sorted(self.metrics))}){known}")
         return np.asarray(self.metrics[name], dtype=float)
 
     @property
@@ -79,14 +81,19 @@ class Run:
         return float(self.theory.get("lr", self.flat.get("method.lr", math.nan)))
 
 
-def load_run(path: str) -> Run:
+def open_h5(path: str, what: str = "HDF5 file"):
+    """h5py.File(path, "r"), or an AnalysisError naming the path when it is missing or is not
+    readable as `what`."""
     if not os.path.exists(path):
         raise AnalysisError(f"{path}: no such file")
     try:
-        f = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except OSError as e:
-        raise AnalysisError(f"{path}: not a readable HDF5 run file ({e})") from None
-    with f:
+        raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
+
+
+def load_run(path: str) -> Run:
+    with open_h5(path, "HDF5 run file") as f:
         if "config" not in f.attrs or "metrics" not in f:
             raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
         config = tomllib.loads(_text(f.attrs["config"]))

@@ -11,10 +11,10 @@ import numpy as np
 from .errors import AnalysisError
 from .grouping import sort_key
 from .runs import DIVERGENCE_FACTOR, load_run
+from .schema import INDEX_NON_AXIS
 
-# Index columns that are results, not grid axes.
-RESULT_COLUMNS = {"run", "position", "status", "k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean",
-                  "bound", "time_to_eps_k", "time_to_eps", "wall_seconds", "path"}
+# Index columns that are results, not grid axes (schema.py holds the index's columns).
+RESULT_COLUMNS = INDEX_NON_AXIS
 
 
 def find_sweep(root: str, names: list[str], sweep_file: str | None = None) -> str:

@@ -17,6 +17,8 @@
 
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("bad_inputs");
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -150,3 +152,5 @@ TEST_CASE("EveryBadInputExits2WithOneLineNamingItAndLeavesNoFile") {
   MESSAGE(cases.size() << " bad inputs, " << failures << " failed");
   fs::remove_all(root);
 }
+
+TEST_SUITE_END();

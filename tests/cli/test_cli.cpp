@@ -5,27 +5,16 @@
 #include <filesystem>
 
 #include "src/io/h5.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("cli");
 
 using namespace stale;
 namespace fs = std::filesystem;
 
 namespace {
-const char* kBase = R"(
-[objective]
-name = "quadratic"
-generator = "random"
-dim = 16
-samples = 40
-batch_size = 4
-stages = 4
-[method]
-name = "rpd"
-lr = 0.01
-updates = 50
-[log]
-progress = false
-)";
+const std::string kBase = test::small_run_toml({.dim = 16, .samples = 40, .batch_size = 4, .stages = 4, .updates = 50});
 
 struct Outcome {
   int rc;
@@ -169,3 +158,5 @@ TEST_CASE("VersionIsOneLineWithTheGitSha") {
   CHECK(out.find("(git ") != std::string::npos);
   CHECK(std::count(out.begin(), out.end(), '\n') == 1);
 }
+
+TEST_SUITE_END();

@@ -4,6 +4,8 @@
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
 
+TEST_SUITE_BEGIN("config");
+
 using namespace stale;
 
 TEST_CASE("ConfigFillsDefaultsAndReadsSections") {
@@ -49,3 +51,5 @@ TEST_CASE("ResolvedConfigRoundTrips") {
   CHECK(back.get_int("delay.max") == 60);
   CHECK(back.get_int("objective.stages") == 4);
 }
+
+TEST_SUITE_END();

@@ -3,6 +3,8 @@
 #include "src/core/partition.hpp"
 #include "src/core/rng.hpp"
 
+TEST_SUITE_BEGIN("core");
+
 using namespace stale;
 
 TEST_CASE("PartitionIsContiguousAndNearEqual") {
@@ -41,3 +43,5 @@ TEST_CASE("RngStreamsAreReproducibleAndIndependent") {
   CHECK(std::abs(s / 1e5) < 0.015);
   CHECK(std::abs(s2 / 1e5 - 1) < 0.02);
 }
+
+TEST_SUITE_END();

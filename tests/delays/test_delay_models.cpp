@@ -8,6 +8,8 @@
 #include "src/io/h5.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("delays");
+
 using namespace stale;
 
 namespace {
@@ -103,3 +105,5 @@ TEST_CASE("TableDelayReplaysCsvAndHdf5AndRejectsImpossibleRows") {
   CHECK(h->delay(2, 0) == 2);
   CHECK(h->horizon() == 3);
 }
+
+TEST_SUITE_END();

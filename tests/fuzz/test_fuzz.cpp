@@ -27,6 +27,8 @@
 #include "src/run/sweep.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("fuzz");
+
 namespace fs = std::filesystem;
 using namespace stale;
 
@@ -224,3 +226,5 @@ TEST_CASE("FuzzSweepFileParser") {
   });
   fs::remove_all(dir);
 }
+
+TEST_SUITE_END();

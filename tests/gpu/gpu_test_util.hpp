@@ -1,10 +1,8 @@
 #pragma once
 // Shared by the GPU suites: device gating, random points, and the CPU twin of a config.
 //
-// A test without a device prints the skip marker below and returns; CTest reports it as
-// skipped, not passed (CMakeLists.txt gives the gpu folder's tests SKIP_REGULAR_EXPRESSION
-// on the marker; doctest 2.4 has no run-time skip, so a direct run of test_gpu counts them
-// as passed and shows the marker). With STALE_REQUIRE_GPU=1 (scripts/gpu_check.sh sets it)
+// A test without a device reports itself skipped (tests/support/skip.hpp: the marker CTest
+// turns into "skipped") and returns. With STALE_REQUIRE_GPU=1 (scripts/gpu_check.sh sets it)
 // a missing device is a failure, so a GPU machine that silently fell back cannot report green.
 #include <doctest/doctest.h>
 
@@ -15,6 +13,8 @@
 #include "objectives/objective_factory.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/rng.hpp"
+#include "tests/support/finite_difference.hpp"
+#include "tests/support/skip.hpp"
 #include "tests/test_util.hpp"
 
 namespace stale::test {
@@ -24,14 +24,10 @@ inline bool gpu_required() {
   return v && std::string(v) == "1";
 }
 
-// what CTest matches to report a test as skipped (keep in sync with CMakeLists.txt)
-inline constexpr const char* kSkipMarker = "STALE_GPU_TEST_SKIPPED";
-
-// the test is skipped: say why, with the marker (or fail when a device is required)
+// the test is skipped: say why (or fail when a device is required)
 inline void skip_test(const std::string& why) {
   if (gpu_required()) FAIL("STALE_REQUIRE_GPU=1 but the test would be skipped: " << why);
-  std::cout << kSkipMarker << ": " << why << std::endl;
-  MESSAGE("skipped: " << why);
+  report_skipped(why);
 }
 
 // true when the test can run on a device; otherwise skips (or fails when required)
@@ -54,8 +50,6 @@ inline Mat random_mat(Index d, Index P, uint64_t seed, double scale = 0.3) {
   return Z;
 }
 
-inline double rel_err(const Mat& a, const Mat& b) { return (a - b).norm() / std::max(1e-300, b.norm()); }
-inline double rel_err(double a, double b) { return std::abs(a - b) / std::max(1e-300, std::abs(b)); }
 
 // the tolerance each precision is held to against the float64 CPU twin
 inline double tolerance(const Config& cfg) { return cfg.get_string("precision") == "float32" ? 1e-5 : 1e-12; }

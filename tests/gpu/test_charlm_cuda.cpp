@@ -23,6 +23,8 @@
 #include "objectives/charlm_cuda_engine.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
+TEST_SUITE_BEGIN("gpu");
+
 using namespace stale;
 
 namespace {
@@ -224,7 +226,7 @@ TEST_CASE("CharLmCudaStagewisePipelineEqualsMonolithic") {
 }
 
 TEST_CASE("CharLmCudaFromConfig") {
-  if (!charlm_gpu()) return;
+  if (!charlm_gpu() || !test::have_data_file("tinyshakespeare.txt")) return;
   Config cfg = Config::from_string(R"(
 seed = 1
 backend = "cuda"
@@ -254,3 +256,5 @@ samples = 64
   CHECK(test::rel_err(f_tc->batch_value_grad(w, 0, g_tc), loss) <= tol(Prec::Tf32));
   CHECK(rel(g_tc, g) <= tol(Prec::Tf32));
 }
+
+TEST_SUITE_END();

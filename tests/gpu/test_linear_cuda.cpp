@@ -17,6 +17,8 @@
 #include "src/run/runner.hpp"
 #include "tests/gpu/gpu_test_util.hpp"
 
+TEST_SUITE_BEGIN("gpu");
+
 using namespace stale;
 using test::rel_err;
 
@@ -232,3 +234,5 @@ TEST_CASE("RpdRunOnCudaIsEquivalentToCpu") {
     CHECK(rel_err(b.last.loss, a.last.loss) <= 1e-10);
   }
 }
+
+TEST_SUITE_END();

@@ -7,7 +7,10 @@
 
 #include "src/io/h5.hpp"
 #include "src/run/runner.hpp"
+#include "tests/support/skip.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("io");
 
 using namespace stale;
 
@@ -74,6 +77,7 @@ TEST_CASE("DelayTableOfARunReplaysThroughTheTableModel") {
 
 TEST_CASE("CharLmRunLogsTheHeldOutLossAtTheLogCadence") {
   // a tiny GPT on Tiny Shakespeare (the data directory of the checkout); linear models log NaN
+  if (!test::have_data_file("tinyshakespeare.txt")) return;
   const auto dir = test::temp_dir("charlm-run");
   Config cfg = Config::from_string(R"(
 seed = 1
@@ -108,3 +112,5 @@ progress = false
   auto g = h5::open_file_readonly((dir / "l.h5").string());
   CHECK(std::isnan(h5::read_vector_double(g.id(), "metrics/val_loss").back()));
 }
+
+TEST_SUITE_END();

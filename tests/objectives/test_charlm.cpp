@@ -12,17 +12,22 @@
 #include "objectives/charlm_layers.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/objective_factory.hpp"
+#include "tests/support/finite_difference.hpp"
+#include "tests/support/skip.hpp"
+#include "tests/support/tolerances.hpp"
 #include "tests/test_util.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
+TEST_SUITE_BEGIN("objectives");
+
 using namespace stale;
 
 namespace {
 
-double rel_err(const Vec& a, const Vec& b) { return (a - b).norm() / std::max(1e-300, b.norm()); }
+using test::rel_err;
 
 std::vector<double> randn(Index n, uint64_t seed, double scale = 1.0) {
   Rng rng(seed, Stream::Init, 99);
@@ -51,16 +56,14 @@ double layer_gradient_error(LayerCheck& c, double h = 1e-5) {
   double worst = 0;
   for (size_t k = 0; k < c.inputs.size(); ++k) {
     auto& x = *c.inputs[k];
-    std::vector<double> fd(x.size());
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double x0 = x[i];
-      x[i] = x0 + h;
-      const double fp = c.forward();
-      x[i] = x0 - h;
-      const double fm = c.forward();
-      x[i] = x0;
-      fd[i] = (fp - fm) / (2 * h);
-    }
+    // the layer reads x itself: copy each perturbed point into it (same size, same buffer)
+    const std::vector<double> x0 = x;
+    const auto fd = test::central_difference_gradient([&](const std::vector<double>& xp) {
+      x = xp;
+      const double v = c.forward();
+      x = x0;
+      return v;
+    }, x0, h);
     worst = std::max(worst, rel_err(as_vec(grads[k]), as_vec(fd)));
   }
   return worst;
@@ -130,7 +133,7 @@ TEST_CASE("CharLmEncoderBackwardMatchesFiniteDifferences") {
                  return dot(out, R);
                },
                [&](auto& g) { charlm::encoder_backward(g[0].data(), g[1].data(), R.data(), tok.data(), B, T, C); }};
-  CHECK(layer_gradient_error(c) <= 1e-6);
+  CHECK(layer_gradient_error(c) <= test::tol::kFiniteDifference);
 }
 
 TEST_CASE("CharLmLayerNormBackwardMatchesFiniteDifferences") {
@@ -146,7 +149,7 @@ TEST_CASE("CharLmLayerNormBackwardMatchesFiniteDifferences") {
                  charlm::layernorm_backward(g[0].data(), g[1].data(), g[2].data(), R.data(), inp.data(), w.data(),
                                             mean.data(), rstd.data(), N, C);
                }};
-  CHECK(layer_gradient_error(c) <= 1e-6);
+  CHECK(layer_gradient_error(c) <= test::tol::kFiniteDifference);
 }
 
 TEST_CASE("CharLmMatmulBackwardMatchesFiniteDifferences") {
@@ -165,7 +168,7 @@ TEST_CASE("CharLmMatmulBackwardMatchesFiniteDifferences") {
                                            inp.data(), w.data(), N, C, OC);
                  }};
     if (with_bias) c.inputs.push_back(&b);
-    CHECK(layer_gradient_error(c) <= 1e-6);
+    CHECK(layer_gradient_error(c) <= test::tol::kFiniteDifference);
   }
 }
 
@@ -179,7 +182,7 @@ TEST_CASE("CharLmAttentionBackwardMatchesFiniteDifferences") {
                  return dot(out, R);
                },
                [&](auto& g) { charlm::attention_backward(g[0].data(), R.data(), qkv.data(), att.data(), B, T, C, NH); }};
-  CHECK(layer_gradient_error(c) <= 1e-6);
+  CHECK(layer_gradient_error(c) <= test::tol::kFiniteDifference);
   // causal: rows of att sum to 1 and never look ahead
   charlm::attention_forward(out.data(), att.data(), qkv.data(), B, T, C, NH);
   for (int i = 0; i < B * NH; ++i)
@@ -204,14 +207,14 @@ TEST_CASE("CharLmGeluAndResidualBackwardMatchFiniteDifferences") {
                     return dot(out, R);
                   },
                   [&](auto& g) { charlm::gelu_backward(g[0].data(), x.data(), R.data(), n); }};
-  CHECK(layer_gradient_error(gelu) <= 1e-6);
+  CHECK(layer_gradient_error(gelu) <= test::tol::kFiniteDifference);
   LayerCheck res{{&a, &b},
                  [&] {
                    charlm::residual_forward(out.data(), a.data(), b.data(), n);
                    return dot(out, R);
                  },
                  [&](auto& g) { charlm::residual_backward(g[0].data(), g[1].data(), R.data(), n); }};
-  CHECK(layer_gradient_error(res) <= 1e-6);
+  CHECK(layer_gradient_error(res) <= test::tol::kFiniteDifference);
 }
 
 TEST_CASE("CharLmCrossEntropyBackwardMatchesFiniteDifferences") {
@@ -222,7 +225,7 @@ TEST_CASE("CharLmCrossEntropyBackwardMatchesFiniteDifferences") {
   LayerCheck c{{&logits},
                [&] { return charlm::crossentropy_forward(probs.data(), logits.data(), tg.data(), N, V); },
                [&](auto& g) { charlm::crossentropy_backward(g[0].data(), probs.data(), tg.data(), 1.0, N, V); }};
-  CHECK(layer_gradient_error(c) <= 1e-6);
+  CHECK(layer_gradient_error(c) <= test::tol::kFiniteDifference);
   // uniform logits: the loss is ln V
   std::vector<double> zeros(N * V, 0.0);
   CHECK(charlm::crossentropy_forward(probs.data(), zeros.data(), tg.data(), N, V) == doctest::Approx(std::log(V)));
@@ -237,21 +240,12 @@ TEST_CASE("CharLmModelGradientMatchesFiniteDifferences") {
   const int m = 1;
   Vec g;
   f.batch_value_grad(w, m, g);
-  Vec fd(w.size()), p = w;
-  const double h = 1e-5;
-  for (Index i = 0; i < w.size(); ++i) {
-    p(i) = w(i) + h;
-    const double fp = f.batch_loss(p, m);
-    p(i) = w(i) - h;
-    const double fm = f.batch_loss(p, m);
-    p(i) = w(i);
-    fd(i) = (fp - fm) / (2 * h);
-  }
-  CHECK(rel_err(g, fd) <= 1e-6);
+  const Vec fd = test::central_difference_gradient([&](const Vec& p) { return f.batch_loss(p, m); }, w);
+  CHECK(rel_err(g, fd) <= test::tol::kFiniteDifference);
   // and stage by stage (each block's gradient on its own)
   for (int s = 0; s < f.stages(); ++s) {
     CAPTURE(s);
-    CHECK(rel_err(f.blocks().block(g, s), f.blocks().block(fd, s)) <= 1e-6);
+    CHECK(rel_err(f.blocks().block(g, s), f.blocks().block(fd, s)) <= test::tol::kFiniteDifference);
   }
 }
 
@@ -266,9 +260,9 @@ TEST_CASE("CharLmFullObjectiveIsTheMeanOverTheEvaluationBatches") {
   double mean = 0;
   for (int m : ev) mean += f.batch_value_grad(w, m, gm), sum += gm;
   const double v = f.value_grad(w, g);
-  CHECK(v == doctest::Approx(mean / ev.size()).epsilon(1e-14));
-  CHECK(f.value(w) == doctest::Approx(v).epsilon(1e-14));
-  CHECK(rel_err(g, sum / ev.size()) <= 1e-14);
+  CHECK(v == doctest::Approx(mean / ev.size()).epsilon(test::tol::kRoundoff));
+  CHECK(f.value(w) == doctest::Approx(v).epsilon(test::tol::kRoundoff));
+  CHECK(rel_err(g, sum / ev.size()) <= test::tol::kRoundoff);
   CHECK(std::isfinite(f.validation_loss(w)));
 }
 
@@ -317,14 +311,14 @@ TEST_CASE("CharLmFloat32AgreesWithFloat64") {
   Mat l64, l32;
   const double v64 = f64.batch_loss(w, 3, &l64), v32 = f32.batch_loss(w, 3, &l32);
   CHECK(std::abs(v32 - v64) / v64 <= 1e-5);
-  CHECK((l32 - l64).norm() / l64.norm() <= 1e-4);
+  CHECK(rel_err(l32, l64) <= test::tol::kFloat32);
   Vec g64, g32;
   f64.batch_value_grad(w, 3, g64);
   f32.batch_value_grad(w, 3, g32);
-  CHECK(rel_err(g32, g64) <= 1e-4);
+  CHECK(rel_err(g32, g64) <= test::tol::kFloat32);
   for (int s = 0; s < f64.stages(); ++s) {
     CAPTURE(s);
-    CHECK(rel_err(f32.blocks().block(g32, s), f64.blocks().block(g64, s)) <= 1e-4);
+    CHECK(rel_err(f32.blocks().block(g32, s), f64.blocks().block(g64, s)) <= test::tol::kFloat32);
   }
   CHECK(f32.precision() == "float32");
   CHECK(f64.precision() == "float64");
@@ -414,6 +408,7 @@ TEST_CASE("CharLmTextDataVocabularySplitAndWindows") {
 }
 
 TEST_CASE("CharLmFromConfigReadsTinyShakespeare") {
+  if (!test::have_data_file("tinyshakespeare.txt")) return;
   auto obj = make_objective(charlm_config(), BackendKind::Cpu);
   auto* f = dynamic_cast<CharLm*>(obj.get());
   REQUIRE(f != nullptr);
@@ -462,3 +457,5 @@ TEST_CASE("CharLmParameterCountOfTheE5Models") {
   CharLmShape cpu;  // defaults: E = 64, S = 6 (4 blocks), T = 32
   CHECK(charlm_parameter_count(cpu) == 4 * (12 * 64 * 64 + 13 * 64) + (65 + 32) * 64 + 2 * 64 + 65 * 64);
 }
+
+TEST_SUITE_END();

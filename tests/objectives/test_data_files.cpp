@@ -11,6 +11,8 @@
 #include "src/core/error.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("objectives");
+
 using namespace stale;
 
 namespace {
@@ -154,3 +156,5 @@ TEST_CASE("AMalformedDataFileStopsTheCliWithExitCode2AndOneLine") {
   CHECK_FALSE(std::filesystem::exists(dir / "r.h5"));
   CHECK_FALSE(std::filesystem::exists(dir / "r.h5.partial"));
 }
+
+TEST_SUITE_END();

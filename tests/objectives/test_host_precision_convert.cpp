@@ -16,6 +16,8 @@
 #include "objectives/host_precision_convert.hpp"
 #include "src/core/rng.hpp"
 
+TEST_SUITE_BEGIN("objectives");
+
 using namespace stale;
 
 namespace {
@@ -88,3 +90,5 @@ TEST_CASE("HostDoubleToFloatRoundsToNearestEvenAndIsThreadIndependent") {
     CHECK(std::memcmp(again.data(), out.data(), sizeof(float) * n) == 0);
   }
 }
+
+TEST_SUITE_END();

@@ -10,13 +10,17 @@
 #include "objectives/linear_constants.hpp"
 #include "objectives/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
+#include "tests/support/finite_difference.hpp"
+#include "tests/support/tolerances.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("objectives");
 
 using namespace stale;
 
 namespace {
 
-double rel_err(const Vec& a, const Vec& b) { return (a - b).norm() / std::max(1e-300, b.norm()); }
+using test::rel_err;
 
 Vec random_point(Index d, uint64_t seed, double scale = 0.3) {
   Rng rng(seed, Stream::Init);
@@ -25,43 +29,29 @@ Vec random_point(Index d, uint64_t seed, double scale = 0.3) {
   return w;
 }
 
-// central differences of a scalar function, step h
-template <class F>
-Vec fd_gradient(F f, const Vec& w, double h = 1e-5) {
-  Vec g(w.size()), p = w;
-  for (Index i = 0; i < w.size(); ++i) {
-    p(i) = w(i) + h;
-    const double fp = f(p);
-    p(i) = w(i) - h;
-    const double fm = f(p);
-    p(i) = w(i);
-    g(i) = (fp - fm) / (2 * h);
-  }
-  return g;
-}
 
 
 void check_all_gradients(const Objective& f, uint64_t seed) {
   const Vec w = random_point(f.dim(), seed);
   Vec g;
   f.value_grad(w, g);
-  const Vec fd = fd_gradient([&](const Vec& x) { return f.value(x); }, w);
-  CHECK(rel_err(g, fd) <= 1e-6);
+  const Vec fd = test::central_difference_gradient([&](const Vec& x) { return f.value(x); }, w);
+  CHECK(rel_err(g, fd) <= test::tol::kFiniteDifference);
 
   const int m = f.num_batches() / 2;
   Vec gm;
   f.batch_value_grad(w, m, gm);
-  const Vec fdm = fd_gradient([&](const Vec& x) {
+  const Vec fdm = test::central_difference_gradient([&](const Vec& x) {
     Vec tmp;
     return f.batch_value_grad(x, m, tmp);
   }, w);
-  CHECK(rel_err(gm, fdm) <= 1e-6);
+  CHECK(rel_err(gm, fdm) <= test::tol::kFiniteDifference);
 
   // every block gradient is the matching slice of the batch gradient
   for (int s = 0; s < f.stages(); ++s) {
     Vec gs(f.blocks().size(s));
     f.batch_block_grad(w, m, s, gs);
-    CHECK(rel_err(gs, f.blocks().block(gm, s)) <= 1e-12);
+    CHECK(rel_err(gs, f.blocks().block(gm, s)) <= test::tol::kReordered);
   }
 
   // the stage-wise pipeline's weight gradient equals the batch gradient bit for bit (the
@@ -136,7 +126,7 @@ TEST_CASE("LibsvmLoaderRejectsMalformedLinesWithFileAndLine") {
   CHECK_THROWS_WITH_AS(load_libsvm((dir / "bad.libsvm").string()), doctest::Contains("bad.libsvm:2"), UserError);
 }
 
-// precision = "tf32" is the char-level GPT's tensor-core mode (objectives/charlm_cuda.cu): a
+// precision = "tf32" is the char-level GPT's tensor-core mode (objectives/charlm_cuda_engine.cu): a
 // linear model refuses it with the key named, on either backend, before any data is made
 TEST_CASE("LinearModelsRefuseTf32Precision") {
   for (const char* name : {"quadratic", "logistic"}) {
@@ -172,8 +162,8 @@ mu = 0.01
   const double L_exact = 2 - 2 * std::cos(d * M_PI / (d + 1)) + mu;
   const double mu_exact = 2 - 2 * std::cos(M_PI / (d + 1)) + mu;
   CHECK(std::abs(L_exact - 4.00996) < 1e-5);
-  CHECK(std::abs(c.L - L_exact) / L_exact <= 1e-9);
-  CHECK(std::abs(c.mu - mu_exact) / mu_exact <= 1e-9);
+  CHECK(rel_err(c.L, L_exact) <= test::tol::kIterativeSolver);
+  CHECK(rel_err(c.mu, mu_exact) <= test::tol::kIterativeSolver);
   CHECK(c.f_star == 0.0);
   CHECK(c.L_exact);
   // the empirical Hessian XᵀX/n is T + μI
@@ -250,3 +240,5 @@ TEST_CASE("IteratorTrackerFollowsBlockChangesExactly") {
     CHECK(rel_err(tr->gradient(), g) <= 1e-9);
   }
 }
+
+TEST_SUITE_END();

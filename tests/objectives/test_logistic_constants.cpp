@@ -11,6 +11,8 @@
 #include "objectives/linear_model_cpu.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("objectives");
+
 using namespace stale;
 
 TEST_CASE("LogisticConstantsWithFewerSamplesThanFeaturesMatchTheDenseHessian") {
@@ -38,3 +40,5 @@ TEST_CASE("LogisticConstantsWithFewerSamplesThanFeaturesMatchTheDenseHessian") {
   CHECK(fw == doctest::Approx(c.f_star).epsilon(1e-14));
   std::filesystem::remove_all(cache);
 }
+
+TEST_SUITE_END();

@@ -19,6 +19,8 @@
 #include "src/pipeline/schedule.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("optimizers");
+
 using namespace stale;
 
 namespace {
@@ -193,3 +195,5 @@ progress = false
     }
   }
 }
+
+TEST_SUITE_END();

@@ -11,26 +11,17 @@
 #include "optimizers/method.hpp"
 #include "src/pipeline/version_store.hpp"
 #include "src/run/metrics_observer.hpp"
+#include "tests/support/observers.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("optimizers");
 
 using namespace stale;
 
 namespace {
 
 // records every iterate so reads can be checked against history
-class HistoryObserver final : public RunObserver {
- public:
-  std::vector<Vec> iterates;
-  std::vector<UpdateEvent> events;
-  std::vector<std::vector<int64_t>> delays;
-  void on_start(const Vec& w0) override { iterates.push_back(w0); }
-  void on_update(const UpdateEvent& e, ConstVecRef, const Vec& w) override {
-    iterates.push_back(w);
-    events.push_back(e);
-    delays.push_back(e.delays ? *e.delays : std::vector<int64_t>{});
-  }
-  bool should_stop() const override { return false; }
-};
+using HistoryObserver = test::IterateRecorder;
 
 HistoryObserver run_method(const Config& cfg) {
   auto f = make_objective(cfg, BackendKind::Cpu);
@@ -139,3 +130,5 @@ TEST_CASE("SgdCountsSBlockUpdatesPerStepAndConverges") {
   auto f = make_objective(cfg, BackendKind::Cpu);
   CHECK((obs.iterates.back() - *f->constants().w_star).norm() <= 1e-6);
 }
+
+TEST_SUITE_END();

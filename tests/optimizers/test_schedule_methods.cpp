@@ -14,23 +14,18 @@
 #include "optimizers/schedule_executor.hpp"
 #include "src/pipeline/simulator.hpp"
 #include "src/run/runner.hpp"
+#include "tests/support/finite_difference.hpp"
+#include "tests/support/observers.hpp"
+#include "tests/support/tolerances.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("optimizers");
 
 using namespace stale;
 
 namespace {
 
-class History final : public RunObserver {
- public:
-  std::vector<Vec> iterates;
-  std::vector<UpdateEvent> events;
-  void on_start(const Vec& w0) override { iterates.push_back(w0); }
-  void on_update(const UpdateEvent& e, ConstVecRef, const Vec& w) override {
-    iterates.push_back(w);
-    events.push_back(e);
-  }
-  bool should_stop() const override { return false; }
-};
+using History = test::IterateRecorder;
 
 Config base(const std::string& extra) {
   return Config::from_string(R"(
@@ -74,7 +69,7 @@ bool bit_equal(const Vec& a, const Vec& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
 }
 
-double rel(const Vec& a, const Vec& b) { return (a - b).norm() / std::max(1e-300, b.norm()); }
+using test::rel_err;
 
 // mini-batch SGD on micro-batches read cyclically, m per step (the flush methods' claim)
 Vec minibatch_sgd(const Objective& f, int64_t steps, int m, double lr, const std::vector<int>& batch_of) {
@@ -124,7 +119,7 @@ TEST_CASE("FlushSchedulesAreMiniBatchSgdOnTheAccumulatedGradient") {
     REQUIRE(steps * o.f->stages() == static_cast<int64_t>(o.h.events.size()));
     const auto batch_of = microbatch_batches(steps * 4, o.f->num_batches(), true, 1);
     const Vec ref = minibatch_sgd(*o.f, steps, 4, 0.05, batch_of);
-    CHECK(rel(o.h.iterates.back(), ref) <= 1e-12);
+    CHECK(rel_err(o.h.iterates.back(), ref) <= test::tol::kReordered);
   }
 }
 
@@ -177,7 +172,7 @@ TEST_CASE("LocalSgdWithOneReplicaIsSgdAndWithOneLocalStepIsMiniBatchSgd") {
   s.apply_override("method.name=sgd");
   s.apply_override("method.batch_order=cyclic");
   const auto a = run(l1), b = run(s);
-  CHECK(rel(a.h.iterates.back(), b.h.iterates.back()) <= 1e-12);
+  CHECK(rel_err(a.h.iterates.back(), b.h.iterates.back()) <= test::tol::kReordered);
 
   Config lr = base("");
   lr.apply_override("method.name=localsgd");
@@ -186,7 +181,7 @@ TEST_CASE("LocalSgdWithOneReplicaIsSgdAndWithOneLocalStepIsMiniBatchSgd") {
   const auto c = run(lr);
   const int64_t rounds = static_cast<int64_t>(c.h.events.size()) / (4 * c.f->stages());
   const auto batch_of = microbatch_batches(rounds * 4, c.f->num_batches(), true, 1);
-  CHECK(rel(c.h.iterates.back(), minibatch_sgd(*c.f, rounds, 4, 0.05, batch_of)) <= 1e-12);
+  CHECK(rel_err(c.h.iterates.back(), minibatch_sgd(*c.f, rounds, 4, 0.05, batch_of)) <= test::tol::kReordered);
 }
 
 TEST_CASE("PaciMeasuredCrossingsObeyTheBoundAndMatchTheSimulator") {
@@ -295,3 +290,5 @@ TEST_CASE("AdamWMomentumAndCosineScheduleRunAndConverge") {
     CHECK(o.f->value_grad(o.h.iterates.back(), g) < 0.7 * f0);
   }
 }
+
+TEST_SUITE_END();

@@ -5,6 +5,8 @@
 
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 namespace {
@@ -158,3 +160,5 @@ TEST_CASE("2bw keeps at most two versions of a block when it steps every a >= S 
       for (int s = 0; s < S; ++s) CHECK(r.max_crossed[s] <= 1);
     }
 }
+
+TEST_SUITE_END();

@@ -7,6 +7,8 @@
 #include "src/core/error.hpp"
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 namespace {
@@ -134,3 +136,5 @@ TEST_CASE("options that drop tables keep the summary identical") {
   CHECK(lean.peak_inflight == full.peak_inflight);
   CHECK(lean.max_crossed == full.max_crossed);
 }
+
+TEST_SUITE_END();

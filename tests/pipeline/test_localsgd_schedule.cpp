@@ -3,6 +3,8 @@
 
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 TEST_CASE("localsgd: every F reads its replica's newest block, and B the same version (no staleness)") {
@@ -76,3 +78,5 @@ TEST_CASE("localsgd with R = 1 and H = 1 is the naive synchronous pipeline: same
     CHECK(a.makespan == 2.0 * S * 17);
   }
 }
+
+TEST_SUITE_END();

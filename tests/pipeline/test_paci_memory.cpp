@@ -14,6 +14,8 @@
 
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 namespace {
@@ -96,3 +98,5 @@ TEST_CASE("BelowASmallerThanSPaciHoldsMoreActivationsThanFlushAtTheSameA") {
     }
   }
 }
+
+TEST_SUITE_END();

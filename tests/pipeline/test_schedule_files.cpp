@@ -10,6 +10,8 @@
 #include "src/pipeline/chrome_trace.hpp"
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 namespace {
@@ -109,3 +111,5 @@ TEST_CASE("the chrome trace has one complete event per op named F3/B3/W3, on tid
   back << in.rdbuf();
   CHECK(back.str() == j);
 }
+
+TEST_SUITE_END();

@@ -5,6 +5,8 @@
 
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 namespace {
@@ -214,3 +216,5 @@ TEST_CASE("unit costs reproduce the slot clock: every op starts on a slot bounda
     }
   }
 }
+
+TEST_SUITE_END();

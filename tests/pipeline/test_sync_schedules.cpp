@@ -3,6 +3,8 @@
 
 #include "tests/pipeline/pipeline_test_util.hpp"
 
+TEST_SUITE_BEGIN("pipeline");
+
 using namespace stale;
 
 TEST_CASE("gpipe and 1f1b-flush with unit costs idle exactly (S - 1)/(M + S - 1) for one mini-batch of M") {
@@ -89,3 +91,5 @@ TEST_CASE("naive runs one op at a time: makespan is the sum of every op") {
   const SimResult r = simulate(make_schedule("naive", {3, 7}), c);
   CHECK(r.makespan == 7 * (1 + 2 + 3 + 2 + 2 + 1));
 }
+
+TEST_SUITE_END();

@@ -11,6 +11,8 @@
 #include "src/run/resource_estimate.hpp"
 #include "tests/test_util.hpp"
 
+TEST_SUITE_BEGIN("run");
+
 using namespace stale;
 namespace fs = std::filesystem;
 
@@ -95,3 +97,5 @@ TEST_CASE("MemoryLimitParsesBinaryUnitsAndRefusesGarbage") {
   CHECK_THROWS_AS(memory_budget_bytes(), UserError);
   unsetenv("STALE_MEMORY_LIMIT");
 }
+
+TEST_SUITE_END();

@@ -19,7 +19,10 @@
 #include "optimizers/method.hpp"
 #include "src/run/stability.hpp"
 #include "src/run/stability_pattern.hpp"
+#include "tests/support/observers.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("run");
 
 namespace stale {
 // optimizers/rpd.cpp (declared in optimizers/method_factory.cpp): RPD with a given stage order
@@ -103,13 +106,7 @@ Mat full_stack_monodromy(const Mat& A, const BlockPartition& P, const DelayPatte
   return X;
 }
 
-class History final : public RunObserver {
- public:
-  std::vector<Vec> w;
-  void on_start(const Vec& w0) override { w.push_back(w0); }
-  void on_update(const UpdateEvent&, ConstVecRef, const Vec& wk) override { w.push_back(wk); }
-  bool should_stop() const override { return false; }
-};
+using History = test::IterateRecorder;
 
 // Runs `method` (its iterates w_0..w_K in h) and checks the prediction on the steady part:
 // x_{n+1} = M x_n, |u·x_{n+1}| / |u·x_n| = ρ (u the dominant left eigenvector), and the
@@ -126,7 +123,7 @@ void check_growth(const StaleRecursion& rec, double gamma, const History& h, con
   const int64_t P = rec.pattern().length();
   auto state = [&](int64_t k) {
     std::vector<Vec> hist;
-    for (int64_t i = 0; i < rec.history_needed(); ++i) hist.push_back(h.w[k - i] - w_star);
+    for (int64_t i = 0; i < rec.history_needed(); ++i) hist.push_back(h.iterates[k - i] - w_star);
     return rec.state_from_errors(hist);
   };
   // first period boundary at the pattern's phase, past the warm-up and the history
@@ -269,7 +266,7 @@ TEST_CASE("PredictedRadiusIsTheMeasuredGrowthOfDivergingScheduleRuns") {
     History h;
     Vec w = p.f->initial_point(0);
     method->run(*p.f, w, h);
-    REQUIRE(static_cast<int64_t>(h.w.size()) == K + 1);
+    REQUIRE(static_cast<int64_t>(h.iterates.size()) == K + 1);
     double rate = 0;
     check_growth(rec, g_run, h, *p.f->constants().w_star, 4 * rec.pattern().max_delay() + rec.pattern().start,
                  K - 8 * P - 8 * c.S * c.S, &rate);
@@ -327,3 +324,5 @@ lr = 0.01
   }
   CHECK(test::run_command(test::stale_bin() + " stability " + cfg.string() + " --solver qr", out) == 2);
 }
+
+TEST_SUITE_END();

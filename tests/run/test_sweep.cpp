@@ -12,32 +12,18 @@
 
 #include "src/core/error.hpp"
 #include "src/run/sweep.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/test_util.hpp"
+
+TEST_SUITE_BEGIN("run");
 
 using namespace stale;
 namespace fs = std::filesystem;
 
 namespace {
 
-const char* kBase = R"(
-[objective]
-name = "quadratic"
-generator = "random"
-dim = 48
-samples = 80
-batch_size = 4
-stages = 4
-[method]
-name = "rpd"
-lr = 0.01
-updates = 1500
-[delay]
-name = "uniform"
-max = 6
-[log]
-every = 50
-progress = false
-)";
+const std::string kBase = test::small_run_toml({.dim = 48, .samples = 80, .batch_size = 4, .stages = 4, .updates = 1500,
+                                                 .tables = "[delay]\nname = \"uniform\"\nmax = 6\n", .log_every = 50});
 
 fs::path make_sweep(const std::string& name, const std::string& body) {
   const auto dir = test::temp_dir(name);
@@ -194,3 +180,5 @@ TEST_CASE("KilledSweepResumesToTheSameResults") {
   CHECK(count_done() == 12);
   CHECK(rows_without_wall(ref / "o" / "index.csv") == rows_without_wall(cut / "o" / "index.csv"));
 }
+
+TEST_SUITE_END();

@@ -8,6 +8,7 @@
 
 #include "src/io/h5.hpp"
 #include "src/run/sweep.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/test_util.hpp"
 
 using namespace stale;
@@ -15,25 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kBase = R"(
-[objective]
-name = "quadratic"
-generator = "random"
-dim = 40
-samples = 60
-batch_size = 5
-stages = 4
-[method]
-name = "rpd"
-lr = 0.01
-updates = 600
-[delay]
-name = "uniform"
-max = 6
-[log]
-every = 7
-progress = false
-)";
+const std::string kBase = test::small_run_toml({.dim = 40, .samples = 60, .batch_size = 5, .stages = 4, .updates = 600,
+                                                 .tables = "[delay]\nname = \"uniform\"\nmax = 6\n", .log_every = 7});
 
 fs::path make_sweep(const std::string& name, const std::string& base, const std::string& body) {
   const auto dir = test::temp_dir(name);

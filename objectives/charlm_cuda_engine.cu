@@ -1,6 +1,6 @@
 // CUDA twin of the character-level GPT (charlm_cuda_engine.hpp): the layers of
-// charlm_layers.hpp as small kernels, the matrix products as cuBLAS GEMMs (llm.c's
-// train_gpt2.cu, fp32 path, without its fused/cuDNN kernels). Each kernel has its CPU
+// charlm_layers.hpp as small kernels (charlm_cuda_kernels.cuh), the matrix products as
+// cuBLAS GEMMs (llm.c's train_gpt2.cu, fp32 path, without its fused/cuDNN kernels). Each kernel has its CPU
 // reference in charlm_layers_cpu.cpp; tests/gpu/test_charlm_cuda.cpp checks every stage
 // against it on awkward sizes.
 //
@@ -11,6 +11,11 @@
 // LayerNorm parameter gradients, embedding gradients) has a fixed order or a fixed
 // shuffle tree, and cuBLAS GEMMs are run-to-run reproducible on one device and stream, so
 // the monolithic path and the stage-wise path give identical results.
+//
+// This file holds the engine: parameters and activations on the device, the layer calls in
+// order, the stage-wise and monolithic forward/backward, and the transfers. The kernels are
+// in charlm_cuda_kernels.cuh, the GEMMs in charlm_cuda_blas.cuh, the per-stage buffers in
+// charlm_cuda_stage_buffers.cuh.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -22,8 +27,12 @@
 #include <utility>
 #include <vector>
 
+#include "objectives/charlm_cuda_blas.cuh"
 #include "objectives/charlm_cuda_engine.hpp"
+#include "objectives/charlm_cuda_kernels.cuh"
+#include "objectives/charlm_cuda_stage_buffers.cuh"
 #include "objectives/cuda_check.cuh"
+#include "objectives/cuda_event.cuh"
 #include "objectives/host_precision_convert.hpp"
 #include "src/core/error.hpp"
 
@@ -31,384 +40,9 @@ namespace stale {
 
 namespace {
 
+using namespace charlm_cuda;
 using cuda::DeviceArray;
-
-constexpr int kThreads = 256;
-constexpr int kWarp = 32;
-constexpr int kRowsPerChunk = 32;  // rows per partial sum of a column reduction
-
-inline unsigned grid_for(int64_t n, int threads = kThreads) { return static_cast<unsigned>((n + threads - 1) / threads); }
-
-inline bool nonempty(unsigned g) { return g > 0; }
-inline bool nonempty(const dim3& g) { return g.x > 0 && g.y > 0 && g.z > 0; }
-
-// a launch on `stream`, skipped when there is nothing to do, checked at once (a host
-// emulation that runs the kernels as plain functions may define its own before including)
-#ifndef STALE_LAUNCH
-#define STALE_LAUNCH(kernel, grid, block, stream, ...)          \
-  do {                                                          \
-    if (nonempty(grid)) {                                       \
-      kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__);    \
-      STALE_CUDA_CHECK(cudaGetLastError());                     \
-    }                                                           \
-  } while (0)
-#endif
-
-// ---- warp reductions (a butterfly: every lane ends with the same, order-fixed result)
-
-template <class T>
-__device__ T warp_sum(T v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-template <class T>
-__device__ T warp_max(T v) {
-  for (int o = kWarp / 2; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-// ---- conversions
-
-template <class T>
-__global__ void from_double_kernel(T* out, const double* in, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = static_cast<T>(in[i]);
-}
-
-template <class T>
-__global__ void to_double_kernel(double* out, const T* in, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = static_cast<double>(in[i]);
-}
-
-// ---- encoder
-
-template <class T>
-__global__ void encoder_forward_kernel(T* out, const int32_t* tok, const T* wte, const T* wpe, int Tn, int C,
-                                       int64_t NC) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= NC) return;
-  const int64_t r = i / C;
-  const int c = static_cast<int>(i % C), t = static_cast<int>(r % Tn);
-  out[i] = wte[int64_t(tok[r]) * C + c] + wpe[int64_t(t) * C + c];
-}
-
-// dwpe[t, c] += Σ_b dout[b, t, c], in b order
-template <class T>
-__global__ void encoder_backward_wpe_kernel(T* dwpe, const T* dout, int B, int Tn, int C) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= int64_t(Tn) * C) return;
-  T acc = 0;
-  for (int b = 0; b < B; ++b) acc += dout[int64_t(b) * Tn * C + i];
-  dwpe[i] += acc;
-}
-
-// dwte[v, c] += Σ_{rows r with token v} dout[r, c], in row order (no atomics)
-template <class T>
-__global__ void encoder_backward_wte_kernel(T* dwte, const T* dout, const int32_t* tok, int N, int V, int C) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= int64_t(V) * C) return;
-  const int v = static_cast<int>(i / C), c = static_cast<int>(i % C);
-  T acc = 0;
-  for (int r = 0; r < N; ++r)
-    if (tok[r] == v) acc += dout[int64_t(r) * C + c];
-  dwte[i] += acc;
-}
-
-// ---- layer normalisation: one warp per row
-
-template <class T>
-__global__ void layernorm_forward_kernel(T* out, T* mean, T* rstd, const T* inp, const T* w, const T* b, int N,
-                                         int C) {
-  const int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = threadIdx.x % kWarp;
-  if (row >= N) return;
-  const T* x = inp + row * C;
-  T s = 0;
-  for (int c = lane; c < C; c += kWarp) s += x[c];
-  const T m = warp_sum(s) / T(C);
-  T v = 0;
-  for (int c = lane; c < C; c += kWarp) v += (x[c] - m) * (x[c] - m);
-  v = warp_sum(v) / T(C);
-  const T r = T(1) / sqrt(v + T(1e-5));
-  T* o = out + row * C;
-  for (int c = lane; c < C; c += kWarp) o[c] = (x[c] - m) * r * w[c] + b[c];
-  if (lane == 0) mean[row] = m, rstd[row] = r;
-}
-
-template <class T>
-__global__ void layernorm_backward_input_kernel(T* dinp, const T* dout, const T* inp, const T* w, const T* mean,
-                                                const T* rstd, int N, int C) {
-  const int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = threadIdx.x % kWarp;
-  if (row >= N) return;
-  const T* d = dout + row * C;
-  const T* x = inp + row * C;
-  const T m = mean[row], r = rstd[row];
-  T a = 0, bsum = 0;
-  for (int c = lane; c < C; c += kWarp) {
-    const T norm = (x[c] - m) * r, dnorm = w[c] * d[c];
-    a += dnorm;
-    bsum += dnorm * norm;
-  }
-  const T dnorm_mean = warp_sum(a) / T(C), dnorm_norm_mean = warp_sum(bsum) / T(C);
-  T* di = dinp + row * C;
-  for (int c = lane; c < C; c += kWarp) {
-    const T norm = (x[c] - m) * r, dnorm = w[c] * d[c];
-    di[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * r;
-  }
-}
-
-// partial sums over chunks of kRowsPerChunk rows: pw[k, c] = Σ norm·dout, pb[k, c] = Σ dout
-template <class T>
-__global__ void layernorm_backward_params_partial_kernel(T* pw, T* pb, const T* dout, const T* inp, const T* mean,
-                                                         const T* rstd, int N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
-  if (c >= C) return;
-  const int r1 = min(N, (k + 1) * kRowsPerChunk);
-  T aw = 0, ab = 0;
-  for (int r = k * kRowsPerChunk; r < r1; ++r) {
-    const T d = dout[int64_t(r) * C + c];
-    aw += (inp[int64_t(r) * C + c] - mean[r]) * rstd[r] * d;
-    ab += d;
-  }
-  pw[int64_t(k) * C + c] = aw;
-  pb[int64_t(k) * C + c] = ab;
-}
-
-// out[c] += Σ_k partial[k, c], in k order
-template <class T>
-__global__ void column_sum_finish_kernel(T* out, const T* partial, int K, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  T acc = 0;
-  for (int k = 0; k < K; ++k) acc += partial[int64_t(k) * C + c];
-  out[c] += acc;
-}
-
-// partial[k, c] = Σ_{rows of chunk k} x[r, c]
-template <class T>
-__global__ void column_sum_partial_kernel(T* partial, const T* x, int N, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x, k = blockIdx.y;
-  if (c >= C) return;
-  const int r1 = min(N, (k + 1) * kRowsPerChunk);
-  T acc = 0;
-  for (int r = k * kRowsPerChunk; r < r1; ++r) acc += x[int64_t(r) * C + c];
-  partial[int64_t(k) * C + c] = acc;
-}
-
-// ---- elementwise
-
-template <class T>
-__global__ void add_bias_kernel(T* out, const T* bias, int64_t N_OC, int OC) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < N_OC) out[i] += bias[i % OC];
-}
-
-template <class T>
-__global__ void residual_forward_kernel(T* out, const T* a, const T* b, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = a[i] + b[i];
-}
-
-template <class T>
-__global__ void residual_backward_kernel(T* da, T* db, const T* dout, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n) da[i] += dout[i], db[i] += dout[i];
-}
-
-template <class T>
-__global__ void gelu_forward_kernel(T* out, const T* inp, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const T k = sqrt(T(2) / T(M_PI));
-  const T x = inp[i];
-  out[i] = T(0.5) * x * (T(1) + tanh(k * (x + T(0.044715) * x * x * x)));
-}
-
-template <class T>
-__global__ void gelu_backward_kernel(T* dinp, const T* inp, const T* dout, int64_t n) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const T k = sqrt(T(2) / T(M_PI));
-  const T x = inp[i];
-  const T th = tanh(k * (x + T(0.044715) * x * x * x));
-  const T sech2 = T(1) - th * th;
-  const T local = T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * k * (T(1) + T(3 * 0.044715) * x * x);
-  dinp[i] += local * dout[i];
-}
-
-// ---- attention helpers
-
-// qkv [B, T, 3, NH, hs] → q, k, v [B, NH, T, hs]
-template <class T>
-__global__ void permute_qkv_kernel(T* q, T* k, T* v, const T* qkv, int B, int Tn, int NH, int hs) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= int64_t(B) * NH * Tn * hs) return;
-  const int C = NH * hs;
-  const int d = static_cast<int>(i % hs);
-  const int t = static_cast<int>((i / hs) % Tn);
-  const int h = static_cast<int>((i / (int64_t(hs) * Tn)) % NH);
-  const int64_t b = i / (int64_t(hs) * Tn * NH);
-  const int64_t src = b * Tn * 3 * C + int64_t(t) * 3 * C + h * hs + d;
-  q[i] = qkv[src];
-  k[i] = qkv[src + C];
-  v[i] = qkv[src + 2 * C];
-}
-
-// inverse: dq, dk, dv [B, NH, T, hs] → dqkv [B, T, 3, NH, hs] (written, not accumulated)
-template <class T>
-__global__ void unpermute_qkv_kernel(T* dqkv, const T* dq, const T* dk, const T* dv, int B, int Tn, int NH, int hs) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= int64_t(B) * NH * Tn * hs) return;
-  const int C = NH * hs;
-  const int d = static_cast<int>(i % hs);
-  const int t = static_cast<int>((i / hs) % Tn);
-  const int h = static_cast<int>((i / (int64_t(hs) * Tn)) % NH);
-  const int64_t b = i / (int64_t(hs) * Tn * NH);
-  const int64_t dst = b * Tn * 3 * C + int64_t(t) * 3 * C + h * hs + d;
-  dqkv[dst] = dq[i];
-  dqkv[dst + C] = dk[i];
-  dqkv[dst + 2 * C] = dv[i];
-}
-
-// y [B, NH, T, hs] → out [B, T, NH·hs] (forward = true), or the other way
-template <class T>
-__global__ void heads_to_rows_kernel(T* out, const T* y, int B, int Tn, int NH, int hs, bool forward) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= int64_t(B) * NH * Tn * hs) return;
-  const int C = NH * hs;
-  const int d = static_cast<int>(i % hs);
-  const int t = static_cast<int>((i / hs) % Tn);
-  const int h = static_cast<int>((i / (int64_t(hs) * Tn)) % NH);
-  const int64_t b = i / (int64_t(hs) * Tn * NH);
-  const int64_t rowwise = b * Tn * C + int64_t(t) * C + h * hs + d;
-  if (forward) out[rowwise] = y[i];
-  else out[i] = y[rowwise];
-}
-
-// causal softmax of scale·preatt, one warp per row of [B·NH·T, T]; zero above the diagonal
-template <class T>
-__global__ void causal_softmax_kernel(T* att, const T* preatt, int rows, int Tn, T scale) {
-  const int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = threadIdx.x % kWarp;
-  if (row >= rows) return;
-  const int t = static_cast<int>(row % Tn);
-  const T* x = preatt + row * Tn;
-  T* y = att + row * Tn;
-  T mx = -INFINITY;
-  for (int t2 = lane; t2 <= t; t2 += kWarp) mx = fmax(mx, x[t2] * scale);
-  mx = warp_max(mx);
-  T s = 0;
-  for (int t2 = lane; t2 <= t; t2 += kWarp) {
-    const T e = exp(x[t2] * scale - mx);
-    y[t2] = e;
-    s += e;
-  }
-  const T inv = T(1) / warp_sum(s);
-  for (int t2 = lane; t2 < Tn; t2 += kWarp) y[t2] = t2 <= t ? y[t2] * inv : T(0);
-}
-
-// dpreatt = scale · att ⊙ (datt − Σ_row att ⊙ datt) on the causal part, 0 above it
-template <class T>
-__global__ void causal_softmax_backward_kernel(T* dpre, const T* datt, const T* att, int rows, int Tn, T scale) {
-  const int64_t row = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / kWarp;
-  const int lane = threadIdx.x % kWarp;
-  if (row >= rows) return;
-  const int t = static_cast<int>(row % Tn);
-  const T* a = att + row * Tn;
-  const T* d = datt + row * Tn;
-  T dot = 0;
-  for (int t2 = lane; t2 <= t; t2 += kWarp) dot += a[t2] * d[t2];
-  dot = warp_sum(dot);
-  T* o = dpre + row * Tn;
-  for (int t2 = lane; t2 < Tn; t2 += kWarp) o[t2] = t2 <= t ? a[t2] * (d[t2] - dot) * scale : T(0);
-}
-
-// ---- cuBLAS in T
-
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
-                    const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
-  return cublasSgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
-}
-cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, double alpha,
-                    const double* A, int lda, const double* B, int ldb, double beta, double* C, int ldc) {
-  return cublasDgemm(h, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc);
-}
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            float alpha, const float* A, int lda, long long sA, const float* B, int ldb, long long sB,
-                            float beta, float* C, int ldc, long long sC, int count) {
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sA, B, ldb, sB, &beta, C, ldc, sC, count);
-}
-cublasStatus_t gemm_batched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            double alpha, const double* A, int lda, long long sA, const double* B, int ldb,
-                            long long sB, double beta, double* C, int ldc, long long sC, int count) {
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, &alpha, A, lda, sA, B, ldb, sB, &beta, C, ldc, sC, count);
-}
-
-// ---- device activations of one stage
-
-// What a stage's forward keeps for its backward. Buffers only grow, and a stage's buffers go
-// back to a pool when its state is destroyed, so a pipeline that keeps a few micro-batches
-// in flight stops calling cudaMalloc/cudaFree (which synchronise the device) once warm.
-template <class T>
-struct StageBuffers {
-  DeviceArray<int32_t> tokens;                                                           // stage 0
-  DeviceArray<T> x, ln1, mean1, rstd1, qkv, att, atty, res2, ln2, mean2, rstd2, fch, fchg;  // blocks (x: head too)
-  DeviceArray<T> lnf, meanf, rstdf;                                                      // head
-};
-
-template <class T>
-class BufferPool {
- public:
-  std::unique_ptr<StageBuffers<T>> take() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (free_.empty()) return std::make_unique<StageBuffers<T>>();
-    auto b = std::move(free_.back());
-    free_.pop_back();
-    return b;
-  }
-  void give(std::unique_ptr<StageBuffers<T>> b) {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(std::move(b));
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::unique_ptr<StageBuffers<T>>> free_;
-};
-
-template <class T>
-struct StageDev final : CharLmCudaEngine::StageState {
-  StageDev(int s_, int rows_, int len_, std::shared_ptr<BufferPool<T>> pool_)
-      : s(s_), rows(rows_), len(len_), pool(std::move(pool_)), b(pool->take()) {}
-  ~StageDev() override {
-    try {
-      pool->give(std::move(b));
-    } catch (...) {
-      // out of host memory: the buffers are freed instead of pooled
-    }
-  }
-  StageBuffers<T>& buf() { return *b; }
-  const StageBuffers<T>& buf() const { return *b; }
-  int s, rows, len;
-  std::shared_ptr<BufferPool<T>> pool;  // outlives the engine if a cache does
-  std::unique_ptr<StageBuffers<T>> b;
-};
-
-// a CUDA event, released quietly
-class Event {
- public:
-  Event() { STALE_CUDA_CHECK(cudaEventCreate(&e_)); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() { cudaEventDestroy(e_); }
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
+using cuda::Event;
 
 template <class T>
 class Engine final : public CharLmCudaEngine {
@@ -808,46 +442,6 @@ std::unique_ptr<CharLmCudaEngine> make_charlm_cuda_engine(const CharLmCudaShape&
     case CharLmCudaPrecision::Float64: break;
   }
   return std::make_unique<Engine<double>>(shape, layout, false);
-}
-
-namespace {
-
-// x[i] = a reproducible value in [-1, 1) (a hash of i): GEMM timings on zeros run faster than
-// on real data
-__global__ void fill_uniform_kernel(float* x, int64_t n, uint32_t seed) {
-  const int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  uint32_t h = static_cast<uint32_t>(i) * 2654435761u ^ seed;
-  h ^= h >> 16, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
-  x[i] = static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f;
-}
-
-}  // namespace
-
-double cuda_sgemm_flops(int n, bool tf32) {
-  cuda::Stream stream;
-  cuda::BlasHandle blas(stream.get());
-  if (tf32) STALE_CUBLAS_CHECK(cublasSetMathMode(blas.get(), CUBLAS_TF32_TENSOR_OP_MATH));
-  const int64_t nn = int64_t(n) * n;
-  // two operand sets, alternated, so that repeated products do not all hit in L2
-  DeviceArray<float> a(2 * nn), b(2 * nn), c(nn);
-  STALE_LAUNCH(fill_uniform_kernel, grid_for(2 * nn), kThreads, stream.get(), a.get(), 2 * nn, 1u);
-  STALE_LAUNCH(fill_uniform_kernel, grid_for(2 * nn), kThreads, stream.get(), b.get(), 2 * nn, 2u);
-  auto run = [&](int i) {
-    const int64_t o = (i % 2) * nn;
-    STALE_CUBLAS_CHECK(gemm(blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, 1.0f, a.get() + o, n, b.get() + o, n, 0.0f,
-                            c.get(), n));
-  };
-  for (int i = 0; i < 3; ++i) run(i);  // warm-up (cuBLAS heuristics, clocks)
-  Event t0, t1;
-  const int reps = 20;
-  STALE_CUDA_CHECK(cudaEventRecord(t0.get(), stream.get()));
-  for (int i = 0; i < reps; ++i) run(i);
-  STALE_CUDA_CHECK(cudaEventRecord(t1.get(), stream.get()));
-  STALE_CUDA_CHECK(cudaEventSynchronize(t1.get()));
-  float ms = 0;
-  STALE_CUDA_CHECK(cudaEventElapsedTime(&ms, t0.get(), t1.get()));
-  return 2.0 * double(n) * n * n * reps / (ms * 1e-3);
 }
 
 }  // namespace stale

@@ -1,0 +1,112 @@
+#include "objectives/linear_constants_cache.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "src/core/rng.hpp"
+
+namespace stale {
+
+namespace {
+
+// a 64-bit content hash, eight bytes at a time (≈ 1 GB/s: 2 ms for a 600 × 512 data set)
+uint64_t hash_bytes(const void* p, size_t n, uint64_t h) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, b + i, 8);
+    h = splitmix64(h ^ word);
+  }
+  uint64_t tail = 0;
+  for (; i < n; ++i) tail = (tail << 8) | b[i];
+  return splitmix64(h ^ tail ^ n);
+}
+
+}  // namespace
+
+// The cache key: the data's content, the loss and λ, and the version of the algorithms that
+// produce the constants (bump it whenever a solver or tolerance changes: old entries are
+// then simply never found again).
+constexpr uint64_t kConstantsAlgorithmVersion = 2;
+
+uint64_t constants_key(const LinearData& data, const char* loss, double lambda) {
+  uint64_t h = splitmix64(kConstantsAlgorithmVersion);
+  h = hash_bytes(loss, std::strlen(loss), h);
+  h = hash_bytes(data.X.data(), sizeof(double) * data.X.size(), h);
+  h = hash_bytes(data.y.data(), sizeof(double) * data.y.size(), h);
+  h = hash_bytes(data.weight.data(), sizeof(double) * data.weight.size(), h);
+  return hash_bytes(&lambda, sizeof lambda, h);
+}
+
+std::filesystem::path constants_cache_dir() {
+  if (const char* d = std::getenv("STALE_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::filesystem::path(x) / "stale";
+  if (const char* home = std::getenv("HOME")) return std::filesystem::path(home) / ".cache" / "stale";
+  return std::filesystem::temp_directory_path() / "stale-cache";
+}
+
+namespace {
+
+std::filesystem::path cache_path(uint64_t key) {
+  char name[40];
+  std::snprintf(name, sizeof name, "constants-%016llx.bin", static_cast<unsigned long long>(key));
+  return constants_cache_dir() / name;
+}
+
+}  // namespace
+
+bool load_cached(uint64_t key, Index d, CachedConstants& c) {
+  std::ifstream in(cache_path(key), std::ios::binary);
+  if (!in) return false;
+  Index dd = 0, nw = 0, nm = 0;
+  in.read(reinterpret_cast<char*>(&dd), sizeof dd);
+  if (!in || dd != d) return false;
+  in.read(reinterpret_cast<char*>(&c.lambda_max), sizeof(double));
+  in.read(reinterpret_cast<char*>(&c.lambda_min), sizeof(double));
+  in.read(reinterpret_cast<char*>(&c.f_star), sizeof(double));
+  in.read(reinterpret_cast<char*>(&nw), sizeof nw);
+  if (!in || (nw != 0 && nw != d)) return false;
+  c.w_star.resize(nw);
+  in.read(reinterpret_cast<char*>(c.w_star.data()), static_cast<std::streamsize>(sizeof(double) * nw));
+  in.read(reinterpret_cast<char*>(&nm), sizeof nm);
+  if (!in || nm < 0 || nm > 4096) return false;
+  c.method.resize(static_cast<size_t>(nm));
+  in.read(c.method.data(), nm);
+  return static_cast<bool>(in);
+}
+
+void store_cached(uint64_t key, Index d, const CachedConstants& c) {
+  const auto path = cache_path(key);
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  static std::atomic<int> counter{0};
+  const auto tmp = path.string() + ".partial." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return;  // a cache that cannot be written only costs time
+    const Index nw = c.w_star.size(), nm = static_cast<Index>(c.method.size());
+    out.write(reinterpret_cast<const char*>(&d), sizeof d);
+    out.write(reinterpret_cast<const char*>(&c.lambda_max), sizeof(double));
+    out.write(reinterpret_cast<const char*>(&c.lambda_min), sizeof(double));
+    out.write(reinterpret_cast<const char*>(&c.f_star), sizeof(double));
+    out.write(reinterpret_cast<const char*>(&nw), sizeof nw);
+    out.write(reinterpret_cast<const char*>(c.w_star.data()), static_cast<std::streamsize>(sizeof(double) * nw));
+    out.write(reinterpret_cast<const char*>(&nm), sizeof nm);
+    out.write(c.method.data(), nm);
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+}  // namespace stale

@@ -1,0 +1,30 @@
+#pragma once
+// The on-disk cache of the linear models' constants (linear_constants.hpp): one record per
+// data set under $STALE_CACHE_DIR (default ~/.cache/stale), keyed by a hash of the data, the
+// loss, λ and the algorithms' version. A record that cannot be written only costs time.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "objectives/linear_data.hpp"
+
+namespace stale {
+
+// One record per data set: λ_max and λ_min of the Hessian, f_* and w_* (empty when f_* is in
+// closed form) and how f_* was found. Written to a unique temporary name and renamed, so
+// concurrent runs never read a half-written record.
+struct CachedConstants {
+  double lambda_max = 0, lambda_min = 0, f_star = 0;
+  Vec w_star;
+  std::string method;
+};
+
+// the key of (data, loss, λ) under the current algorithm version
+uint64_t constants_key(const LinearData& data, const char* loss, double lambda);
+// where the records live
+std::filesystem::path constants_cache_dir();
+// false when there is no record for `key` or it does not fit dimension d
+bool load_cached(uint64_t key, Index d, CachedConstants& c);
+void store_cached(uint64_t key, Index d, const CachedConstants& c);
+
+}  // namespace stale

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Checks scripts/stale_analysis/schema.py against what the binary writes: makes a two-run
+sweep of a tiny least-squares problem with STALE_BIN (default build/stale) in a temporary
+folder and compares the run file's /metrics datasets (names and dtypes) and index.csv's
+header with the table. Exit 1 and one line per
+difference; run by ctest.
+
+    python3 scripts/check_metrics_schema.py [STALE_BIN]
+"""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+
+import h5py
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from stale_analysis.schema import INDEX_LEADING, INDEX_TRAILING, METRICS  # noqa: E402
+
+BASE = """[objective]
+name = "quadratic"
+generator = "random"
+dim = 12
+samples = 24
+batch_size = 4
+stages = 3
+[method]
+name = "rpd"
+lr = 0.01
+updates = 60
+[log]
+every = 20
+progress = false
+"""
+SWEEP = 'base = "base.toml"\n[grid]\nseed = [0, 1]\n'
+
+
+def main():
+    stale = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("STALE_BIN", os.path.join(ROOT, "build", "stale"))
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="stale-schema-") as tmp:
+        with open(os.path.join(tmp, "base.toml"), "w") as f:
+            f.write(BASE)
+        with open(os.path.join(tmp, "sweep.toml"), "w") as f:
+            f.write(SWEEP)
+        out = os.path.join(tmp, "out")
+        subprocess.run([stale, "sweep", os.path.join(tmp, "sweep.toml"), "-q", "--jobs", "1", "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(out, "index.csv")) as f:
+            header = next(csv.reader(f))
+        want = list(INDEX_LEADING) + ["seed"] + list(INDEX_TRAILING)
+        if header != want:
+            problems.append(f"index.csv columns {header} != schema.py's {want}")
+        runs = sorted(os.listdir(os.path.join(out, "runs")))
+        with h5py.File(os.path.join(out, "runs", runs[0]), "r") as f:
+            have = {name: f["metrics"][name].dtype.name for name in f["metrics"]}
+    table = {m.name: m.dtype for m in METRICS}
+    for name in sorted(set(have) - set(table)):
+        problems.append(f"/metrics/{name} ({have[name]}) is written but not in scripts/stale_analysis/schema.py")
+    for name in sorted(set(table) - set(have)):
+        problems.append(f"schema.py lists /metrics/{name}, which the run file does not have")
+    for name in sorted(set(table) & set(have)):
+        if table[name] != have[name]:
+            problems.append(f"/metrics/{name} is {have[name]} in the run file, {table[name]} in schema.py")
+    for p in problems:
+        print(f"check_metrics_schema: {p}", file=sys.stderr)
+    if not problems:
+        print(f"check_metrics_schema: {len(table)} metric series and {len(want)} index columns agree with the binary")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
