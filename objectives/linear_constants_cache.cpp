@@ -53,9 +53,9 @@ std::filesystem::path constants_cache_dir() {
 
 namespace {
 
-std::filesystem::path cache_path(uint64_t key) {
-  char name[40];
-  std::snprintf(name, sizeof name, "constants-%016llx.bin", static_cast<unsigned long long>(key));
+std::filesystem::path cache_path(uint64_t key, const char* kind = "constants") {
+  char name[64];
+  std::snprintf(name, sizeof name, "%s-%016llx.bin", kind, static_cast<unsigned long long>(key));
   return constants_cache_dir() / name;
 }
 
@@ -99,6 +99,45 @@ void store_cached(uint64_t key, Index d, const CachedConstants& c) {
     out.write(reinterpret_cast<const char*>(c.w_star.data()), static_cast<std::streamsize>(sizeof(double) * nw));
     out.write(reinterpret_cast<const char*>(&nm), sizeof nm);
     out.write(c.method.data(), nm);
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
+bool load_cached_gram(uint64_t key, Index d, Mat& H) {
+  if (d > kMaxCachedGramDim) return false;
+  std::ifstream in(cache_path(key, "gram"), std::ios::binary);
+  if (!in) return false;
+  Index dd = 0;
+  uint64_t sum = 0;
+  in.read(reinterpret_cast<char*>(&dd), sizeof dd);
+  if (!in || dd != d) return false;
+  H.resize(d, d);
+  in.read(reinterpret_cast<char*>(H.data()), static_cast<std::streamsize>(sizeof(double) * H.size()));
+  in.read(reinterpret_cast<char*>(&sum), sizeof sum);
+  return in && sum == hash_bytes(H.data(), sizeof(double) * static_cast<size_t>(H.size()), 0);
+}
+
+void store_cached_gram(uint64_t key, const Mat& H) {
+  const Index d = H.rows();
+  if (d > kMaxCachedGramDim || H.cols() != d) return;
+  const auto path = cache_path(key, "gram");
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  static std::atomic<int> counter{0};
+  const auto tmp = path.string() + ".partial." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return;
+    const uint64_t sum = hash_bytes(H.data(), sizeof(double) * static_cast<size_t>(H.size()), 0);
+    out.write(reinterpret_cast<const char*>(&d), sizeof d);
+    out.write(reinterpret_cast<const char*>(H.data()), static_cast<std::streamsize>(sizeof(double) * H.size()));
+    out.write(reinterpret_cast<const char*>(&sum), sizeof sum);
     if (!out) {
       out.close();
       std::filesystem::remove(tmp, ec);

@@ -27,4 +27,12 @@ std::filesystem::path constants_cache_dir();
 bool load_cached(uint64_t key, Index d, CachedConstants& c);
 void store_cached(uint64_t key, Index d, const CachedConstants& c);
 
+// The Gram matrix H = Xᵀ diag(c) X + λI of the same data (the exact-metrics tracker's
+// Hessian), stored beside the record for d ≤ kMaxCachedGramDim: at d = 512 computing it was a
+// quarter of a short run's set-up, reading it back is a 2 MB copy. Bit-identical to the
+// computed matrix (a content checksum guards the record).
+constexpr Index kMaxCachedGramDim = 2048;
+bool load_cached_gram(uint64_t key, Index d, Mat& H);
+void store_cached_gram(uint64_t key, const Mat& H);
+
 }  // namespace stale

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "objectives/linear_constants_cache.hpp"
 #include "src/core/error.hpp"
 
 #include "src/core/parallel.hpp"
@@ -226,6 +227,9 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
 template <class Loss>
 const Mat& LinearModelCpu<Loss>::gram() const {
   std::call_once(gram_once_, [this] {
+    // from the constants cache when this data set's H was computed before (bit for bit)
+    const uint64_t key = dim() <= kMaxCachedGramDim ? constants_key(*data_, Loss::name, l2_) : 0;
+    if (key != 0 && load_cached_gram(key, dim(), gram_)) return;
     const auto& c = data_->weight;
     if (c.size() > 0 && (c.array() == c(0)).all()) {
       // equal weights (every generator): a symmetric rank-n update, half a GEMM's work
@@ -237,6 +241,7 @@ const Mat& LinearModelCpu<Loss>::gram() const {
       gram_.noalias() = data_->X.transpose() * CX;
     }
     gram_.diagonal().array() += l2_;
+    if (key != 0) store_cached_gram(key, gram_);
   });
   return gram_;
 }
