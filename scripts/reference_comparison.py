@@ -75,7 +75,7 @@ def main() -> int:
     wall, cpu = time.time() - start, time.process_time() - cpu0
     lines = ["# The harness beside the RPD authors' code, at the papers' stated configurations", "",
              "Made by `python3 scripts/reference_comparison.py` "
-             f"({wall:.0f} s wall, {cpu / 60:.1f} CPU min on the 2-core development machine). The authors' column is",
+             f"({wall:.0f} s wall, {cpu:.0f} CPU s on the 2-core development machine). The authors' column is",
              "quoted from `../shared/docs/reference_figures.md` (their NumPy code, seed 0); ours is the same",
              "configuration run by `stale` (seed 0, and the mean [min, max] over seeds 0, 1, 2). The two codes draw",
              "different data from the same distributions, so the comparison is of magnitudes and verdicts.", "",
