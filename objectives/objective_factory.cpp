@@ -48,10 +48,16 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
   return data;
 }
 
-std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shared_ptr<LinearData> data,
-                                                    BackendKind backend) {
+namespace {
+void check_linear_precision(const Config& cfg) {
   if (cfg.get_string("precision") == "tf32")
     config_error("precision", "\"tf32\" is the char-level GPT's tensor-core mode; linear models take float64 | float32");
+}
+}  // namespace
+
+std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shared_ptr<LinearData> data,
+                                                    BackendKind backend) {
+  check_linear_precision(cfg);
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
   if (S > data->d())
     config_error("objective.stages", "S = " + std::to_string(S) + " exceeds the dimension d = " + std::to_string(data->d()) +
@@ -93,6 +99,7 @@ const bool generator_choices = set_choice_source("objective.generator", generato
 
 // least squares or logistic regression over generated or loaded data (the linear models)
 std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind backend) {
+  check_linear_precision(cfg);  // before the data: a tf32 config is refused for what it asks, not its generator
   return make_linear_objective_on(cfg, make_linear_data(cfg), backend);
 }
 

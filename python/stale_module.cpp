@@ -443,6 +443,47 @@ nb::dict stability(const std::string& path, const std::string& text, const std::
   return d;
 }
 
+// the data and constants of a linear-model config: what a run of it optimises
+nb::dict objective_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
+  Config cfg = make_config(path, text, overrides);
+  const std::string name = cfg.get_string("objective.name");
+  if (name != "quadratic" && name != "logistic")
+    config_error("objective.name", "\"" + name + "\": stale.objective returns the data of the linear models (quadratic, logistic)");
+  std::unique_ptr<Objective> f;
+  {
+    Released r;
+    f = make_objective(cfg, BackendKind::Cpu);
+  }
+  const LinearData* data = nullptr;
+  if (const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get())) data = &ls->data();
+  if (const auto* lg = dynamic_cast<const LogisticCpu*>(f.get())) data = &lg->data();
+  STALE_CHECK(data != nullptr, "a linear-model objective on the cpu");
+  const size_t n = static_cast<size_t>(data->n()), d = static_cast<size_t>(data->d());
+  auto vec = [](const Vec& v) { return to_numpy(std::vector<double>(v.data(), v.data() + v.size())); };
+  nb::dict out;
+  // X row-major for numpy (Mat is column-major)
+  std::vector<double> X(n * d);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < d; ++j) X[i * d + j] = data->X(static_cast<Index>(i), static_cast<Index>(j));
+  out["X"] = to_numpy(std::move(X), {n, d});
+  out["y"] = vec(data->y);
+  out["weight"] = vec(data->weight);
+  out["batch_offsets"] = to_numpy(std::vector<int64_t>(data->batch_offsets.begin(), data->batch_offsets.end()));
+  out["w_true"] = data->w_true ? vec(*data->w_true) : nb::none();
+  const auto& c = f->constants();
+  out["L"] = c.L;
+  out["L_exact"] = c.L_exact;
+  out["mu"] = c.mu;
+  out["f_star"] = c.f_star;
+  out["f_star_method"] = c.f_star_method;
+  out["w_star"] = c.w_star ? vec(*c.w_star) : nb::none();
+  std::vector<int64_t> sizes;
+  for (int st = 0; st < f->stages(); ++st) sizes.push_back(f->blocks().size(st));
+  out["block_sizes"] = to_numpy(std::move(sizes));
+  out["description"] = f->description().empty() ? cfg.get_string("objective.generator") : f->description();
+  return out;
+}
+
 }  // namespace
 }  // namespace stale
 
@@ -459,6 +500,7 @@ NB_MODULE(_stale, m) {
   m.def("sweep", &stale::sweep, "path"_a, "overrides"_a, "out_dir"_a, "jobs"_a, "progress"_a, "dry_run"_a);
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
+  m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
   m.def("released_calls", [] { return g_released_calls.load(); },
         "C++ calls now running with the interpreter lock released");
   m.def("config_keys", [] {

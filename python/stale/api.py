@@ -142,3 +142,12 @@ def stability(config=None, lr=None, *, order: str = "expected", solver: str = "a
     path, text, assigns = resolve(config, overrides)
     lrs = [] if lr is None else [float(x) for x in np.atleast_1d(lr)]
     return _stale.stability(path, text, assigns, lrs, order, solver, int(dense_max), bool(gamma_max), float(rel_tol))
+
+
+def objective(config=None, **overrides) -> dict:
+    """The data and exact constants of a linear-model config (quadratic or logistic), as a run
+    of it sees them: X [n × d], y (logistic: {0, 1}), the sample weights and batch offsets of
+    the fixed batch partition, w_true (when known), L, μ, f_*, w_* (least squares), the block
+    sizes."""
+    path, text, assigns = resolve(config, overrides)
+    return _stale.objective(path, text, assigns)

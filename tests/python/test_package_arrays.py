@@ -86,3 +86,20 @@ def test_bad_arrays_are_config_errors():
         stale.run(cfg, X=X, y=y, **{"objective.generator": "random"})
     with pytest.raises(stale.ConfigError, match="objective.stages"):
         stale.run(cfg, X=X[:, :2], y=y)
+
+
+def test_objective_data_round_trip(tmp_path):
+    """stale.objective returns the data a config's runs optimise: fed back as arrays, they
+    give the same run bit for bit, and the constants are those of the run."""
+    cfg = dict(CONFIGS["quadratic"], objective={**CONFIGS["quadratic"]["objective"], "generator": "random",
+                                                "dim": 24, "samples": 120})
+    o = stale.objective(cfg)
+    assert o["X"].shape == (120, 24) and o["y"].shape == (120,) and o["batch_offsets"][-1] == 120
+    generated = stale.run(cfg)
+    assert generated.theory["L"] == o["L"] and generated.theory["f_star"] == o["f_star"]
+    # f_* = 0 at w_* = w_true: the random generator has no noise
+    np.testing.assert_allclose(o["w_star"], o["w_true"], rtol=0, atol=1e-8)
+    again = stale.run({k: v for k, v in cfg.items() if k != "objective"} |
+                      {"objective": {k: v for k, v in cfg["objective"].items() if k not in ("generator", "dim", "samples")}},
+                      X=o["X"], y=o["y"], w_true=o["w_true"])
+    same(generated, again)
