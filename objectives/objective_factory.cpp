@@ -49,23 +49,16 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
 }
 
 namespace {
-
-std::vector<std::string> generator_names() {
-  std::vector<std::string> out;
-  for (const auto& e : ObjectiveRegistry::entries())
-    for (const auto& g : e.generators)
-      if (std::find(out.begin(), out.end(), g.name) == out.end()) out.push_back(g.name);
-  return out;
-}
-const bool name_choices = set_choice_source("objective.name", [] { return ObjectiveRegistry::names(); });
-const bool generator_choices = set_choice_source("objective.generator", generator_names);
-
-// least squares or logistic regression over generated or loaded data (the linear models)
-std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind backend) {
+void check_linear_precision(const Config& cfg) {
   if (cfg.get_string("precision") == "tf32")
     config_error("precision", "\"tf32\" is the char-level GPT's tensor-core mode; linear models take float64 | float32");
+}
+}  // namespace
+
+std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shared_ptr<LinearData> data,
+                                                    BackendKind backend) {
+  check_linear_precision(cfg);
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
-  auto data = make_linear_data(cfg);
   if (S > data->d())
     config_error("objective.stages", "S = " + std::to_string(S) + " exceeds the dimension d = " + std::to_string(data->d()) +
                                          "; every stage needs at least one coordinate");
@@ -90,6 +83,24 @@ std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind 
   auto gpu = make_linear_model_cuda(data, S, l2, logistic ? LinearLoss::Logistic : LinearLoss::Squared, prec, constants);
   gpu->set_data_file(data->source_path);
   return gpu;
+}
+
+namespace {
+
+std::vector<std::string> generator_names() {
+  std::vector<std::string> out;
+  for (const auto& e : ObjectiveRegistry::entries())
+    for (const auto& g : e.generators)
+      if (std::find(out.begin(), out.end(), g.name) == out.end()) out.push_back(g.name);
+  return out;
+}
+const bool name_choices = set_choice_source("objective.name", [] { return ObjectiveRegistry::names(); });
+const bool generator_choices = set_choice_source("objective.generator", generator_names);
+
+// least squares or logistic regression over generated or loaded data (the linear models)
+std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind backend) {
+  check_linear_precision(cfg);  // before the data: a tf32 config is refused for what it asks, not its generator
+  return make_linear_objective_on(cfg, make_linear_data(cfg), backend);
 }
 
 const bool quadratic = ObjectiveRegistry::add(

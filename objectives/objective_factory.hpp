@@ -13,5 +13,10 @@ namespace stale {
 // the data of a linear-model config (generated or loaded), batches partitioned
 std::shared_ptr<LinearData> make_linear_data(const Config& cfg);
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend);
+// least squares or logistic regression (objective.name) on data already built and
+// partitioned into batches: what make_objective does after make_linear_data (the Python
+// package passes a user's arrays here)
+std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shared_ptr<LinearData> data,
+                                                    BackendKind backend);
 
 }  // namespace stale

@@ -19,7 +19,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, h5py, matplotlib, pytest" 2>/dev/null; then
+if ! python3 -c "import numpy, h5py, matplotlib, pandas, pytest, scikit_build_core, nanobind" 2>/dev/null; then
   echo "setup: installing Python packages from scripts/requirements.txt" >&2
   python3 -m pip install -q -r scripts/requirements.txt 2>/dev/null ||
     python3 -m pip install -q --break-system-packages -r scripts/requirements.txt

@@ -35,6 +35,10 @@ ctest --output-on-failure -j "$(nproc)" --timeout 600
 # the NumPy reference's own checks against theory.md (the golden test above trusts it)
 python3 "$root/tests/reference/test_reference.py" >/dev/null
 cd "$root"
-# the analysis scripts (tests/python, pytest); exit code 5 = no tests collected, which is a failure here too
+# the Python package (tests/python/test_package*.py run against it)
+bash scripts/install_python.sh
+# the notebook-style example: the main figure from Python
+MPLBACKEND=Agg python3 examples/quickstart.py --out "${BUILD_DIR:-build}/quickstart_example.png" >/dev/null
+# the analysis scripts and the Python package (tests/python, pytest); exit code 5 = no tests collected, which is a failure here too
 STALE_BIN="${BUILD_DIR:-build}/stale" python3 -m pytest -q tests/python || { rc=$?; [[ $rc -eq 5 ]] && echo "test.sh: pytest collected no tests" >&2; exit "$rc"; }
 echo "test.sh: total $(( $(date +%s) - start )) s" >&2

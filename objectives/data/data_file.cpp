@@ -85,6 +85,8 @@ void check(LinearData& data, const std::string& what, bool binary_labels) {
 
 }  // namespace
 
+void check_linear_data(LinearData& data, const std::string& what, bool binary_labels) { check(data, what, binary_labels); }
+
 std::string data_file_format(const std::string& spec) {
   if (spec.find(',') != std::string::npos || ends_with(spec, ".npy")) return "npy";
   if (ends_with(spec, ".npz")) return "npz";

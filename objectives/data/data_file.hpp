@@ -20,6 +20,11 @@ namespace stale {
 LinearData load_linear_data_file(const std::string& spec, const std::string& data_dir, const std::string& label_column,
                                  bool binary_labels);
 
+// the checks every format gets, for data from elsewhere (the Python package's arrays):
+// shapes, finite values, binary labels mapped to {0, 1} when binary_labels; `what` names the
+// source in the one-line UserError
+void check_linear_data(LinearData& data, const std::string& what, bool binary_labels);
+
 // the format load_linear_data_file picks for a file name: npz, npy, hdf5, csv or libsvm
 std::string data_file_format(const std::string& spec);
 

@@ -1,0 +1,23 @@
+"""stale from Python: the harness's runs, schedules, sweeps and stability predictor in-process.
+
+    import stale
+    r = stale.run("experiments/quickstart.toml", **{"delay.max": 8})   # in memory, no file
+    r.metrics.tail()              # pandas DataFrame: k, subopt, grad_norm_sq, bound, ...
+    r.iterates, r.delays          # numpy arrays, as the run file would hold them
+    stale.run(cfg, X=X, y=y)      # least squares / logistic regression on your own arrays
+    stale.schedule("pipedream", stages=4, microbatches=16).delays
+    stale.sweep("experiments/e1_sweep.toml", out="sweeps/e1", jobs=2)   # the index DataFrame
+    stale.stability(cfg, lr=[0.01, 0.02])                              # ρ and γ_max
+    stale.objective(cfg)["X"], stale.objective(cfg)["f_star"]           # the data and constants
+
+A config is a TOML file path, or a dict (nested sections or dotted keys); overrides are keyword
+arguments, dotted keys passed as **{"method.lr": 0.01} or with "__" for the dot
+(method__lr=0.01). Bad input raises stale.ConfigError (a ValueError) with the CLI's one-line
+message. The C++ work runs with the interpreter lock released.
+"""
+from ._stale import ConfigError, git_sha, version as __version__
+from .results import Run, load, load_sweep
+from .api import objective, run, schedule, stability, sweep, Schedule
+
+__all__ = ["ConfigError", "Run", "Schedule", "load", "load_sweep", "objective", "run", "schedule", "stability", "sweep",
+           "__version__", "git_sha"]

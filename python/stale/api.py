@@ -1,0 +1,153 @@
+"""The calls: stale.run, stale.schedule, stale.sweep, stale.stability (each one C++ call of
+python/stale_module.cpp with the interpreter lock released)."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+
+from . import _stale
+from .config import resolve, sweep_toml
+from .results import Run, load, load_sweep
+
+
+def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, progress=False, **overrides) -> Run:
+    """Run one config in this process and return its Run.
+
+    config: a TOML path or a dict (None: the defaults); overrides: config keys as keyword
+    arguments (**{"method.lr": 0.01} or method__lr=0.01). Without `out` nothing is written and
+    the arrays come from memory; with `out` the run file is written there (as `stale run
+    --out`; an existing file needs force=True) and read back. X, y (and optionally w_true):
+    least squares (objective.name = "quadratic") or logistic regression on these arrays instead
+    of a generator; X is used as float64 (a Fortran-ordered float64 X is copied once, straight
+    into the model's matrix), labels ±1 or 0/1 for logistic.
+    """
+    path, text, assigns = resolve(config, overrides)
+    arrays = {}
+    if X is not None or y is not None:
+        if X is None or y is None:
+            raise _stale.ConfigError("stale.run: pass both X and y, or neither")
+        arrays["X"] = np.asarray(X, dtype=np.float64)
+        arrays["y"] = np.ravel(np.asarray(y, dtype=np.float64))
+        if arrays["X"].ndim != 2:
+            raise _stale.ConfigError(f"X, y: X has shape {arrays['X'].shape}, expected a 2-D n × d matrix")
+        if w_true is not None:
+            arrays["w_true"] = np.ravel(np.asarray(w_true, dtype=np.float64))
+    fields = _stale.run(path, text, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
+                        **arrays)
+    if out is not None:
+        return load(fields["path"])
+    return Run(fields)
+
+
+class Schedule:
+    """A simulated pipeline schedule: `.makespan`, `.bubble_fraction`, per stage `.bubble`,
+    `.busy`, `.peak_inflight` (activations held), `.peak_versions` (weight versions stored);
+    `.timeline` (DataFrame: one row per op, stage, block, kind 0/1/2 = F/B/W, microbatch,
+    start, end), `.delays` [K × blocks] (the delay of every block at every update, in serial
+    order), `.delay_summary` / `.steady_delay_summary`."""
+
+    KINDS = ("F", "B", "W")
+
+    def __init__(self, fields: dict):
+        self._fields = fields
+        for k, v in fields.items():
+            if k != "timeline":
+                setattr(self, k, v)
+
+    @property
+    def timeline(self):
+        import pandas as pd
+        return pd.DataFrame(self._fields["timeline"])
+
+    def plot(self, ax=None, max_ops: int = 20000):
+        """The timeline as a Gantt chart (one row per stage; F, B, W coloured), on `ax` or a
+        new figure; returns the axes."""
+        import matplotlib.pyplot as plt
+        t = self._fields["timeline"]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(10, 0.4 * self.stages + 1.2))
+        colors = {0: "#4c72b0", 1: "#dd8452", 2: "#55a868"}
+        n = min(len(t["start"]), max_ops)
+        for kind, name in enumerate(self.KINDS):
+            sel = np.nonzero(t["kind"][:n] == kind)[0]
+            if len(sel) == 0:
+                continue
+            ax.barh(t["stage"][sel], t["end"][sel] - t["start"][sel], left=t["start"][sel], height=0.8,
+                    color=colors[kind], edgecolor="white", linewidth=0.3, label=name)
+        ax.set_yticks(range(self.stages))
+        ax.invert_yaxis()
+        ax.set_xlabel("simulated time")
+        ax.set_ylabel("stage")
+        ax.set_title(f"{self.name}: S={self.stages}, M={self.microbatches}, bubble {self.bubble_fraction:.3f}")
+        ax.legend(loc="upper right", fontsize="small")
+        return ax
+
+    def __repr__(self) -> str:
+        d = self.delay_summary
+        return (f"<stale.Schedule {self.name}: stages={self.stages} microbatches={self.microbatches} "
+                f"makespan={self.makespan:.6g} bubble={self.bubble_fraction:.4f} updates={self.total_updates} "
+                f"delay max={d['max_delay']} mean={d['mean_delay']:.4f}>")
+
+
+def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0, replicas: int = 0,
+             local_steps: int = 0, chunks: int = 0, steady_margin: int = -1, out=None, **costs) -> Schedule:
+    """Simulate a schedule (as `stale schedule NAME --stages S --microbatches M`); costs are the
+    cost model's keys (forward, backward, weight: one value or one per stage; latency, jitter,
+    straggler_prob, straggler_slowdown, seed). `out`: also write the schedule file."""
+    settings = []
+    for k, v in costs.items():
+        if isinstance(v, (list, tuple, np.ndarray)):
+            v = ",".join(repr(float(x)) for x in v)
+        settings.append(f"{k}={v}")
+    fields = _stale.schedule(name, int(stages), int(microbatches), int(accumulation), int(replicas),
+                             int(local_steps), int(chunks), settings, int(steady_margin),
+                             os.fspath(out) if out is not None else "")
+    return Schedule(fields)
+
+
+def sweep(spec, out=None, *, jobs: int = 0, progress: bool = False, **overrides):
+    """Run a sweep in this process (the engine of `stale sweep`: worker threads, runs named by
+    config hash, finished runs skipped) and return its index as a DataFrame.
+
+    spec: a sweep TOML path, or a dict {"base": path or config dict, "set": {...},
+    "grid": {key: [values]}, "zip": {key: [values]}, "unread": "drop", "epsilon": ...};
+    out: the sweep folder (default: sweeps/<sweep file stem>; required for a dict);
+    overrides: keys applied to every run, like [set]."""
+    from .config import assignments, key_of
+    extra = assignments({key_of(k): v for k, v in overrides.items()})
+    if isinstance(spec, dict):
+        if out is None:
+            raise _stale.ConfigError("stale.sweep: a sweep given as a dict needs out= (the sweep folder)")
+        os.makedirs(out, exist_ok=True)
+        path = os.path.join(os.fspath(out), "sweep.toml")
+        with open(path, "w") as f:
+            f.write(sweep_toml(spec, os.fspath(out)))
+    else:
+        path = os.fspath(spec)
+    summary = _stale.sweep(path, extra, os.fspath(out) if out is not None else "", int(jobs), bool(progress), False)
+    index = load_sweep(os.path.dirname(summary["index_csv"]) or ".")
+    index.attrs["summary"] = {k: summary[k] for k in ("total", "ran", "skipped", "failed")}
+    return index
+
+
+def stability(config=None, lr=None, *, order: str = "expected", solver: str = "auto", dense_max: int = 1500,
+              gamma_max: bool = True, rel_tol: float = 1e-10, **overrides) -> dict:
+    """The stability predictor of `stale stability` on a quadratic: the spectral radius ρ of the
+    one-period recursion at each step size in `lr` (default: method.lr), per update
+    (ρ^(1/period)), and, unless gamma_max=False, the largest stable step γ_max (bisection on
+    ρ ≤ 1). Returns a dict: L, mu, state_dim, period, pattern, solver, lr, rho, rho_per_update,
+    converged, gamma_max, gamma_max_L, rho_below, rho_above, evaluations."""
+    path, text, assigns = resolve(config, overrides)
+    lrs = [] if lr is None else [float(x) for x in np.atleast_1d(lr)]
+    return _stale.stability(path, text, assigns, lrs, order, solver, int(dense_max), bool(gamma_max), float(rel_tol))
+
+
+def objective(config=None, **overrides) -> dict:
+    """The data and exact constants of a linear-model config (quadratic or logistic), as a run
+    of it sees them: X [n × d], y (logistic: {0, 1}), the sample weights and batch offsets of
+    the fixed batch partition, w_true (when known), L, μ, f_*, w_* (least squares), the block
+    sizes."""
+    path, text, assigns = resolve(config, overrides)
+    return _stale.objective(path, text, assigns)

@@ -1,0 +1,135 @@
+"""A run's results as Python objects: `Run` (from stale.run or from a run file written by
+`stale run`), and a sweep folder's index as a DataFrame."""
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+
+import numpy as np
+
+from ._stale import ConfigError
+from .config import flatten
+
+# the run file layout this package reads (src/io/run_log.cpp writes schema_version 1)
+RUN_SCHEMA_VERSION = 1
+
+
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def _frame(columns: dict):
+    import pandas as pd
+    return pd.DataFrame({k: np.asarray(v) for k, v in columns.items()})
+
+
+class Run:
+    """One run: `.status` (ok | diverged), `.message` (why it diverged), `.config` (every key,
+    dotted), `.metrics` (DataFrame, one row per logged update: k, subopt = f − f_*,
+    grad_norm_sq, its running mean, the bound and its terms, ...), `.iterates` [logged × d] at
+    `.iterates_k`, `.delays` [K × S] (None for fresh-read methods or when not kept),
+    `.delay_summary`, `.theory` (L, μ, f_*, δ, G, Δ₀, K, ...), `.objective`, `.schedule`
+    (schedule methods), `.path` (the run file, None for a run kept in memory)."""
+
+    def __init__(self, fields: dict, path: str | None = None):
+        self.path = path
+        self.status = fields["status"]
+        self.message = fields.get("message", "")
+        self.wall_seconds = float(fields.get("wall_seconds", math.nan))
+        self.config_toml = fields["config"]
+        self.config = flatten(tomllib.loads(self.config_toml))
+        self._metrics = fields["metrics"]
+        self.iterates = fields["iterates"]
+        self.iterates_k = fields["iterates_k"]
+        self.delays = fields.get("delays")
+        self.delay_summary = fields.get("delay_summary")
+        self.theory = dict(fields.get("theory") or {})
+        self.objective = dict(fields.get("objective") or {})
+        self.schedule = fields.get("schedule")
+        w = fields.get("final_w")
+        self.final_w = w if w is not None else (self.iterates[-1] if len(self.iterates) else None)
+
+    @property
+    def metrics(self):
+        """The /metrics series as a pandas DataFrame (columns in the run file's order)."""
+        return _frame(self._metrics)
+
+    def series(self, name: str) -> np.ndarray:
+        if name not in self._metrics:
+            raise KeyError(f"no metric '{name}' (has: {', '.join(self._metrics)})")
+        return np.asarray(self._metrics[name])
+
+    @property
+    def summary(self) -> dict:
+        """The numbers of `stale run`'s summary line, from the last logged row."""
+        m = self._metrics
+        return {"status": self.status, "k": int(m["k"][-1]), "subopt": float(m["subopt"][-1]),
+                "grad_norm_sq_mean": float(m["grad_norm_sq_mean"][-1]), "bound": float(m["bound"][-1]),
+                "wall_seconds": self.wall_seconds}
+
+    def __repr__(self) -> str:
+        s = self.summary
+        where = f" {self.path}" if self.path else ""
+        return (f"<stale.Run{where}: status={s['status']} k={s['k']} f-f*={s['subopt']:.6e} "
+                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e}>")
+
+
+def load(path) -> Run:
+    """A run file written by `stale run` (or stale.run(..., out=path)) as a Run."""
+    import h5py
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ConfigError(f"{path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as e:
+        raise ConfigError(f"{path}: not a readable HDF5 file ({e})") from None
+    with f:
+        if "config" not in f.attrs or "metrics" not in f:
+            raise ConfigError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
+        version = int(f.attrs.get("schema_version", -1))
+        if version != RUN_SCHEMA_VERSION:
+            raise ConfigError(f"{path}: run file schema_version {version}; this package reads {RUN_SCHEMA_VERSION}")
+        metrics = {name: f["metrics"][name][()] for name in f["metrics"]}
+        order = ["k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage", "batch",
+                 "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"]
+        metrics = {k: metrics[k] for k in order if k in metrics} | {k: v for k, v in metrics.items() if k not in order}
+        d = f["objective"].attrs.get("d", 0) if "objective" in f else 0
+        fields = {
+            "status": _text(f.attrs.get("status", "unknown")),
+            "message": _text(f.attrs.get("message", "")),
+            "wall_seconds": f.attrs.get("wall_seconds", math.nan),
+            "config": _text(f.attrs["config"]),
+            "metrics": metrics,
+            "iterates": f["iterates"][()] if "iterates" in f else np.zeros((0, int(d))),
+            "iterates_k": f["iterates_k"][()] if "iterates_k" in f else np.zeros(0, dtype=np.int64),
+            "delays": f["delays"][()].astype(np.int64) if "delays" in f else None,
+            "theory": {k: _text(v) for k, v in f["theory"].attrs.items()} if "theory" in f else {},
+            "objective": {k: _text(v) for k, v in f["objective"].attrs.items()} if "objective" in f else {},
+        }
+        if "delay_summary" in f:
+            g = f["delay_summary"]
+            fields["delay_summary"] = {"max": g["max"][()], "mean": g["mean"][()],
+                                       "updates": int(g.attrs["updates"]), "table_kept": int(g.attrs["table_kept"])}
+        if "schedule" in f:
+            g = f["schedule"]
+            sched = {"makespan": float(g.attrs["makespan"]), "bubble_fraction": float(g.attrs["bubble_fraction"])}
+            if "bubble_fraction" in g:
+                sched["bubble"] = g["bubble_fraction"][()]
+            for k in ("busy", "peak_inflight", "peak_versions", "max_crossed_measured"):
+                if k in g:
+                    sched[k] = g[k][()]
+            fields["schedule"] = sched
+        return Run(fields, path=path)
+
+
+def load_sweep(directory):
+    """A sweep folder's index.csv (one row per grid point: the varying keys, status, the final
+    metrics and the run file's path relative to the folder) as a DataFrame."""
+    import pandas as pd
+    directory = os.fspath(directory)
+    index = os.path.join(directory, "index.csv")
+    if not os.path.exists(index):
+        raise ConfigError(f"{directory}: not a sweep folder (no index.csv)")
+    return pd.read_csv(index)

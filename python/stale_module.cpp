@@ -1,0 +1,511 @@
+// The extension module `stale._stale`: the harness's C++ entry points for Python (nanobind).
+// The public API lives in python/stale/ (pure Python); this file only converts: configs
+// arrive as a TOML file path or text plus "key=value" overrides (exactly what the CLI takes),
+// results leave as dicts of numpy arrays. Every long call releases the interpreter lock, so
+// other Python threads run meanwhile; bad input raises stale.ConfigError with the CLI's
+// one-line message (src/core/error.hpp UserError).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "objectives/data/data_file.hpp"
+#include "objectives/linear_data.hpp"
+#include "objectives/linear_model_cpu.hpp"
+#include "objectives/objective_factory.hpp"
+#include "src/backend/backend.hpp"
+#include "src/config/config.hpp"
+#include "src/core/build_info.hpp"
+#include "src/core/error.hpp"
+#include "src/io/schedule_file.hpp"
+#include "src/pipeline/cost_model.hpp"
+#include "src/pipeline/schedule.hpp"
+#include "src/pipeline/simulator.hpp"
+#include "src/run/run_in_memory.hpp"
+#include "src/run/runner.hpp"
+#include "src/run/stability.hpp"
+#include "src/run/stability_pattern.hpp"
+#include "src/run/sweep.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace stale {
+namespace {
+
+// C++ calls in progress with the interpreter lock released (the tests watch it from a thread)
+std::atomic<int> g_released_calls{0};
+
+struct Released {
+  nb::gil_scoped_release release;
+  Released() { ++g_released_calls; }
+  ~Released() { --g_released_calls; }
+};
+
+// a numpy array that owns a moved-in vector
+template <class T>
+nb::object to_numpy(std::vector<T>&& v, std::vector<size_t> shape) {
+  auto* owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  nb::ndarray<nb::numpy, T> a(owned->data(), shape.size(), shape.data(), owner);
+  return nb::cast(a, nb::rv_policy::reference);
+}
+template <class T>
+nb::object to_numpy(std::vector<T>&& v) {
+  const size_t n = v.size();
+  return to_numpy(std::move(v), {n});
+}
+template <class T>
+nb::object to_numpy(const std::vector<T>& v) {
+  return to_numpy(std::vector<T>(v));
+}
+
+// the config a Python call describes: a file (path) or TOML text, then the overrides
+Config make_config(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
+  Config cfg = path.empty() ? Config::from_string(text, "") : Config::from_file(path);
+  for (const auto& o : overrides) cfg.apply_override(o);
+  return cfg;
+}
+
+using Array2 = nb::ndarray<const double, nb::ndim<2>, nb::device::cpu>;
+using Array1 = nb::ndarray<const double, nb::ndim<1>, nb::device::cpu>;
+
+// a user's X, y (and w_true) as the linear models' data, checked like a data file's
+// (objectives/data/data_file.hpp) and partitioned into batches like make_linear_data's
+std::shared_ptr<LinearData> data_from_arrays(const Config& cfg, const Array2& X, const Array1& y,
+                                             const std::optional<Array1>& w_true) {
+  auto data = std::make_shared<LinearData>();
+  const Index n = static_cast<Index>(X.shape(0)), d = static_cast<Index>(X.shape(1));
+  data->X.resize(n, d);
+  const int64_t s0 = X.stride(0), s1 = X.stride(1);
+  if (s0 == 1 && s1 == n) {  // Fortran order: the layout of Mat, one copy
+    std::memcpy(data->X.data(), X.data(), sizeof(double) * static_cast<size_t>(n * d));
+  } else {
+    const double* p = X.data();
+    for (Index j = 0; j < d; ++j)
+      for (Index i = 0; i < n; ++i) data->X(i, j) = p[i * s0 + j * s1];
+  }
+  auto vec = [](const Array1& a) {
+    Vec v(static_cast<Index>(a.shape(0)));
+    for (Index i = 0; i < v.size(); ++i) v(i) = a.data()[i * a.stride(0)];
+    return v;
+  };
+  data->y = vec(y);
+  if (w_true) data->w_true = vec(*w_true);
+  const bool logistic = cfg.get_string("objective.name") == "logistic";
+  if (!logistic && cfg.get_string("objective.name") != "quadratic")
+    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
+                                       "\": arrays X, y are data of the linear models; choose quadratic or logistic");
+  check_linear_data(*data, "X, y", logistic);
+  data->description = "arrays n=" + std::to_string(n) + " d=" + std::to_string(d);
+  const Index bs = cfg.get_int("objective.batch_size");
+  if (bs > data->n())
+    config_error("objective.batch_size", std::to_string(bs) + " exceeds the number of samples " + std::to_string(data->n()));
+  partition_batches(*data, bs);
+  return data;
+}
+
+nb::dict metrics_dict(std::vector<MetricsRow>&& rows) {
+  const size_t n = rows.size();
+  std::vector<int64_t> k(n), stage(n), batch(n);
+  std::vector<std::vector<double>> cols(14, std::vector<double>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const MetricsRow& r = rows[i];
+    k[i] = r.k;
+    stage[i] = r.stage;
+    batch[i] = r.batch;
+    const double v[14] = {r.time, r.loss, r.subopt, r.grad_norm_sq, r.grad_norm_sq_mean, r.stale_dist, r.bound,
+                          r.bound_opt, r.bound_stoch, r.bound_stale, r.G, r.wall, r.batch_loss, r.val_loss};
+    for (int c = 0; c < 14; ++c) cols[c][i] = v[c];
+  }
+  // the run file's /metrics column order (src/io/run_log.cpp)
+  const char* names[14] = {"time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "bound",
+                           "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"};
+  nb::dict m;
+  m["k"] = to_numpy(std::move(k));
+  for (int c = 0; c < 6; ++c) m[names[c]] = to_numpy(std::move(cols[c]));
+  m["stage"] = to_numpy(std::move(stage));
+  m["batch"] = to_numpy(std::move(batch));
+  for (int c = 6; c < 14; ++c) m[names[c]] = to_numpy(std::move(cols[c]));
+  return m;
+}
+
+nb::dict theory_dict(const TheoryConstants& t) {
+  nb::dict d;
+  d["L"] = t.L;
+  d["L_exact"] = t.L_exact;
+  d["mu"] = t.mu;
+  d["f_star"] = t.f_star;
+  d["f_star_method"] = t.f_star_method;
+  d["delta"] = t.delta;
+  d["delay_model"] = t.delay_model;
+  d["delay_mean"] = t.delay_mean;
+  d["G"] = t.G;
+  d["lr"] = t.lr;
+  d["Delta0"] = t.delta0;
+  d["S"] = t.stages;
+  d["K"] = t.updates;
+  d["K_planned"] = t.updates_planned;
+  d["K_note"] = t.updates_note;
+  d["lr_note"] = t.lr_note;
+  return d;
+}
+
+nb::dict run(const std::string& path, const std::string& text, const std::vector<std::string>& overrides,
+             const std::string& out, bool force, bool progress, std::optional<Array2> X, std::optional<Array1> y,
+             std::optional<Array1> w_true) {
+  Config cfg = make_config(path, text, overrides);
+  std::shared_ptr<const Objective> objective;
+  if (X.has_value() != y.has_value()) throw UserError("stale.run: pass both X and y, or neither");
+  if (X) {
+    // the data come from the call, not from a generator: the resolved config says so
+    if (!cfg.is_set("objective.generator")) cfg.apply_override("objective.generator=\"file\"");
+    if (cfg.get_string("objective.generator") != "file")
+      config_error("objective.generator", "\"" + cfg.get_string("objective.generator") +
+                                              "\" generates its own data; with arrays X, y leave it unset or \"file\"");
+    if (cfg.get_string("objective.data").empty()) cfg.apply_override("objective.data=\"<arrays passed from Python>\"");
+    auto data = data_from_arrays(cfg, *X, *y, w_true);
+    Released r;
+    const BackendKind backend = resolve_backend(cfg.get_string("backend"));
+    objective = make_linear_objective_on(cfg, std::move(data), backend);
+  }
+  nb::dict d;
+  if (!out.empty()) {
+    std::string written;
+    {
+      Released r;
+      written = run_experiment(cfg, out, progress, objective, force).path;
+    }
+    d["path"] = written;
+    return d;
+  }
+  InMemoryRun m;
+  {
+    Released r;
+    m = run_in_memory(cfg, objective);
+  }
+  const RunResult& res = m.result;
+  d["status"] = res.status;
+  d["message"] = res.message;
+  d["wall_seconds"] = res.wall_seconds;
+  d["updates"] = res.updates;
+  d["config"] = m.config_toml;
+  d["seed"] = cfg.get_int("seed");
+  d["metrics"] = metrics_dict(std::move(m.metrics));
+  const size_t dim = static_cast<size_t>(m.objective.d);
+  const size_t logged = m.iterates_k.size();
+  d["iterates"] = to_numpy(std::move(m.iterates), {logged, dim});
+  d["iterates_k"] = to_numpy(std::move(m.iterates_k));
+  const size_t S = static_cast<size_t>(m.objective.S);
+  if (m.delay_table_kept) d["delays"] = to_numpy(std::move(m.delays), {static_cast<size_t>(m.delay_rows), S});
+  else d["delays"] = nb::none();
+  if (m.delay_rows > 0) {
+    nb::dict s;
+    s["max"] = to_numpy(std::move(m.delay_max));
+    s["mean"] = to_numpy(std::move(m.delay_mean));
+    s["updates"] = m.delay_rows;
+    s["table_kept"] = static_cast<int64_t>(m.delay_table_kept);
+    d["delay_summary"] = s;
+  } else {
+    d["delay_summary"] = nb::none();
+  }
+  d["theory"] = theory_dict(m.theory);
+  nb::dict o;
+  o["name"] = m.objective.name;
+  o["n"] = m.objective.n;
+  o["d"] = m.objective.d;
+  o["S"] = m.objective.S;
+  o["block_sizes"] = to_numpy(std::move(m.objective.block_sizes));
+  o["L"] = m.objective.L;
+  o["mu"] = m.objective.mu;
+  o["f_star"] = m.objective.f_star;
+  o["batches"] = m.objective.batches;
+  o["description"] = m.objective.description;
+  d["objective"] = o;
+  if (m.schedule.present) {
+    nb::dict s;
+    s["makespan"] = m.schedule.makespan;
+    s["bubble_fraction"] = m.schedule.bubble_fraction;
+    s["bubble"] = to_numpy(std::move(m.schedule.bubble));
+    s["busy"] = to_numpy(std::move(m.schedule.busy));
+    s["peak_inflight"] = to_numpy(std::move(m.schedule.peak_inflight));
+    s["peak_versions"] = to_numpy(std::move(m.schedule.peak_versions));
+    s["max_crossed_measured"] = to_numpy(std::move(m.schedule.measured_crossed));
+    d["schedule"] = s;
+  } else {
+    d["schedule"] = nb::none();
+  }
+  const Vec& w = res.final_w;
+  d["final_w"] = to_numpy(std::vector<double>(w.data(), w.data() + w.size()));
+  return d;
+}
+
+nb::dict delay_stats_dict(const DelayStats& st) {
+  nb::dict d;
+  std::vector<double> mean_u(st.blocks), mean_r(st.blocks);
+  for (int a = 0; a < st.blocks; ++a) {
+    mean_u[a] = st.mean_by_update_block(a);
+    mean_r[a] = st.mean_by_read_block(a);
+  }
+  d["count"] = to_numpy(st.count);
+  d["max_by_update_block"] = to_numpy(st.update_max);
+  d["mean_by_update_block"] = to_numpy(std::move(mean_u));
+  d["max_by_read_block"] = to_numpy(st.read_max);
+  d["mean_by_read_block"] = to_numpy(std::move(mean_r));
+  d["max_delay"] = st.updates() > 0 ? st.max_overall() : 0;
+  d["mean_delay"] = st.updates() > 0 ? st.mean_overall() : 0.0;
+  d["updates"] = st.updates();
+  return d;
+}
+
+nb::dict schedule(const std::string& name, int stages, int64_t microbatches, int accumulation, int replicas,
+                  int local_steps, int chunks, const std::vector<std::string>& costs, int64_t steady_margin,
+                  const std::string& out) {
+  ScheduleParams p;
+  p.stages = stages;
+  p.microbatches = microbatches;
+  p.accumulation = accumulation;
+  p.replicas = replicas;
+  p.local_steps = local_steps;
+  p.chunks = chunks;
+  if (stages < 1) throw UserError("stale.schedule: stages = " + std::to_string(stages) + " must be >= 1");
+  if (microbatches < 1) throw UserError("stale.schedule: microbatches = " + std::to_string(microbatches) + " must be >= 1");
+  const CostModel cm = CostModel::parse(costs);
+  Schedule s;
+  SimResult r;
+  {
+    Released rel;
+    s = make_schedule(name, p);
+    cm.check_stages(s.stages);
+    SimOptions opt;
+    opt.steady_margin = steady_margin;
+    opt.timeline = true;
+    opt.updates = true;
+    opt.reads = true;
+    opt.delay_table = true;
+    r = simulate(s, cm, opt);
+  }
+  nb::dict d;
+  d["name"] = s.name;
+  d["stages"] = s.stages;
+  d["chunks"] = s.chunks;
+  d["blocks"] = s.blocks();
+  d["microbatches"] = s.microbatches;
+  d["accumulation"] = s.accumulation;
+  d["replicas"] = s.replicas;
+  d["local_steps"] = s.local_steps;
+  d["stash"] = s.stash;
+  d["costs"] = cm.describe();
+  d["makespan"] = r.makespan;
+  d["bubble_fraction"] = r.bubble_overall;
+  d["bubble"] = to_numpy(r.bubble);
+  d["busy"] = to_numpy(r.busy);
+  d["peak_inflight"] = to_numpy(r.peak_inflight);
+  d["peak_versions"] = to_numpy(r.peak_versions);
+  d["max_crossed"] = to_numpy(r.max_crossed);
+  d["updates_per_block"] = to_numpy(r.updates_per_block);
+  d["total_updates"] = r.total_updates;
+  // the timeline: one row per op, device programs in order (the schedule file's /schedule)
+  const size_t n = s.ops.size();
+  std::vector<int64_t> stage(n), block(n), kind(n), mb(n), flags(n);
+  for (int dev = 0; dev < s.stages; ++dev)
+    for (int64_t i = s.offsets[dev]; i < s.offsets[dev + 1]; ++i) {
+      const Op& op = s.ops[i];
+      stage[i] = dev;
+      block[i] = op.block;
+      kind[i] = static_cast<int64_t>(op.kind);
+      mb[i] = op.microbatch;
+      flags[i] = op.flags;
+    }
+  nb::dict t;
+  t["stage"] = to_numpy(std::move(stage));
+  t["block"] = to_numpy(std::move(block));
+  t["kind"] = to_numpy(std::move(kind));
+  t["microbatch"] = to_numpy(std::move(mb));
+  t["flags"] = to_numpy(std::move(flags));
+  t["start"] = to_numpy(r.start);
+  t["end"] = to_numpy(r.end);
+  d["timeline"] = t;
+  const size_t K = static_cast<size_t>(r.updates.size()), nb_ = static_cast<size_t>(s.blocks());
+  d["delays"] = to_numpy(std::vector<int64_t>(r.delay_table), {r.delay_table.size() / std::max<size_t>(1, nb_), nb_});
+  d["delays_backward"] =
+      r.delay_table_backward.empty()
+          ? nb::none()
+          : to_numpy(std::vector<int64_t>(r.delay_table_backward), {r.delay_table_backward.size() / nb_, nb_});
+  (void)K;
+  d["delay_summary"] = delay_stats_dict(r.delays);
+  d["steady_delay_summary"] = delay_stats_dict(r.steady_delays);
+  d["steady_margin"] = r.steady_margin;
+  if (!out.empty()) {
+    Released rel;
+    ScheduleFileOptions fo;
+    fo.costs = cm.describe();
+    write_schedule_file(out, s, r, fo);
+  }
+  return d;
+}
+
+nb::dict sweep(const std::string& path, const std::vector<std::string>& overrides, const std::string& out_dir, int jobs,
+               bool progress, bool dry_run) {
+  const Sweep sw = load_sweep(path, overrides);
+  SweepOptions o;
+  o.out_dir = out_dir;
+  o.jobs = jobs;
+  o.progress = progress;
+  o.dry_run = dry_run;
+  SweepSummary s;
+  {
+    Released r;
+    s = run_sweep(sw, o);
+  }
+  nb::dict d;
+  d["total"] = s.total;
+  d["ran"] = s.ran;
+  d["skipped"] = s.skipped;
+  d["failed"] = s.failed;
+  d["index_csv"] = s.index_csv;
+  std::vector<std::string> axes = sw.axes;
+  d["axes"] = axes;
+  return d;
+}
+
+nb::dict stability(const std::string& path, const std::string& text, const std::vector<std::string>& overrides,
+                   std::vector<double> lrs, const std::string& order, const std::string& solver, int64_t dense_max,
+                   bool gamma_max, double rel_tol) {
+  Config cfg = make_config(path, text, overrides);
+  if (cfg.get_string("objective.name") != "quadratic")
+    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
+                                       "\": the stability predictor needs a quadratic (its recursion is linear)");
+  RadiusOptions ro;
+  ro.solver = parse_radius_solver(solver);
+  ro.dense_max = dense_max;
+  ro.seed = static_cast<uint64_t>(cfg.get_int("seed"));
+  if (lrs.empty()) lrs.push_back(cfg.get_float("method.lr"));
+  for (double g : lrs)
+    if (!(g > 0) || !std::isfinite(g)) throw UserError("stale.stability: lr " + std::to_string(g) + " must be > 0");
+  nb::dict d;
+  std::vector<double> rho, rho_per_update;
+  std::vector<uint8_t> converged;
+  StepBound b;
+  double L = 0, mu = 0;
+  Index state = 0;
+  int64_t period = 0;
+  std::string description, solver_used;
+  {
+    Released r;
+    DelayPattern pattern = pattern_from_config(cfg, order);
+    const auto f = make_objective(cfg, BackendKind::Cpu);
+    const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get());
+    STALE_CHECK(ls != nullptr, "a quadratic objective is least squares on the cpu");
+    L = f->constants().L;
+    mu = f->constants().mu;
+    const StaleRecursion rec(ls->gram(), f->blocks(), std::move(pattern));
+    const StabilityPredictor pred(rec, ro);
+    state = rec.state_dim();
+    period = rec.pattern().length();
+    description = rec.pattern().description;
+    solver_used = solver_name(pred.solver());
+    for (double g : lrs) {
+      const RadiusResult rr = pred.radius(g);
+      rho.push_back(rr.rho);
+      rho_per_update.push_back(std::pow(rr.rho, 1.0 / static_cast<double>(period)));
+      converged.push_back(rr.converged);
+    }
+    if (gamma_max) b = largest_stable_step(pred, L, rel_tol);
+  }
+  d["L"] = L;
+  d["mu"] = mu;
+  d["state_dim"] = static_cast<int64_t>(state);
+  d["period"] = period;
+  d["pattern"] = description;
+  d["solver"] = solver_used;
+  d["lr"] = to_numpy(std::move(lrs));
+  d["rho"] = to_numpy(std::move(rho));
+  d["rho_per_update"] = to_numpy(std::move(rho_per_update));
+  d["converged"] = to_numpy(std::move(converged));
+  if (gamma_max) {
+    d["gamma_max"] = b.gamma_max;
+    d["gamma_max_L"] = b.gamma_max * L;
+    d["rho_below"] = b.rho_below;
+    d["rho_above"] = b.rho_above;
+    d["evaluations"] = b.evaluations;
+    d["gamma_max_converged"] = b.converged;
+  }
+  return d;
+}
+
+// the data and constants of a linear-model config: what a run of it optimises
+nb::dict objective_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
+  Config cfg = make_config(path, text, overrides);
+  const std::string name = cfg.get_string("objective.name");
+  if (name != "quadratic" && name != "logistic")
+    config_error("objective.name", "\"" + name + "\": stale.objective returns the data of the linear models (quadratic, logistic)");
+  std::unique_ptr<Objective> f;
+  {
+    Released r;
+    f = make_objective(cfg, BackendKind::Cpu);
+  }
+  const LinearData* data = nullptr;
+  if (const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get())) data = &ls->data();
+  if (const auto* lg = dynamic_cast<const LogisticCpu*>(f.get())) data = &lg->data();
+  STALE_CHECK(data != nullptr, "a linear-model objective on the cpu");
+  const size_t n = static_cast<size_t>(data->n()), d = static_cast<size_t>(data->d());
+  auto vec = [](const Vec& v) { return to_numpy(std::vector<double>(v.data(), v.data() + v.size())); };
+  nb::dict out;
+  // X row-major for numpy (Mat is column-major)
+  std::vector<double> X(n * d);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < d; ++j) X[i * d + j] = data->X(static_cast<Index>(i), static_cast<Index>(j));
+  out["X"] = to_numpy(std::move(X), {n, d});
+  out["y"] = vec(data->y);
+  out["weight"] = vec(data->weight);
+  out["batch_offsets"] = to_numpy(std::vector<int64_t>(data->batch_offsets.begin(), data->batch_offsets.end()));
+  out["w_true"] = data->w_true ? vec(*data->w_true) : nb::none();
+  const auto& c = f->constants();
+  out["L"] = c.L;
+  out["L_exact"] = c.L_exact;
+  out["mu"] = c.mu;
+  out["f_star"] = c.f_star;
+  out["f_star_method"] = c.f_star_method;
+  out["w_star"] = c.w_star ? vec(*c.w_star) : nb::none();
+  std::vector<int64_t> sizes;
+  for (int st = 0; st < f->stages(); ++st) sizes.push_back(f->blocks().size(st));
+  out["block_sizes"] = to_numpy(std::move(sizes));
+  out["description"] = f->description().empty() ? cfg.get_string("objective.generator") : f->description();
+  return out;
+}
+
+}  // namespace
+}  // namespace stale
+
+NB_MODULE(_stale, m) {
+  using namespace stale;
+  m.doc() = "the C++ core of the stale harness (use the package `stale`, not this module)";
+  nb::exception<UserError>(m, "ConfigError", PyExc_ValueError);
+  m.attr("version") = stale::build::version;
+  m.attr("git_sha") = stale::build::git_sha;
+  m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a,
+        "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none());
+  m.def("schedule", &stale::schedule, "name"_a, "stages"_a, "microbatches"_a, "accumulation"_a, "replicas"_a,
+        "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a);
+  m.def("sweep", &stale::sweep, "path"_a, "overrides"_a, "out_dir"_a, "jobs"_a, "progress"_a, "dry_run"_a);
+  m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
+        "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
+  m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
+  m.def("released_calls", [] { return g_released_calls.load(); },
+        "C++ calls now running with the interpreter lock released");
+  m.def("config_keys", [] {
+    std::vector<std::string> keys;
+    for (const auto& k : config_schema()) keys.push_back(k.key);
+    return keys;
+  });
+}

@@ -1,0 +1,241 @@
+"""The Python package `stale` (pip install .; python/): its results equal the CLI's files,
+number for number, and bad input is a stale.ConfigError with the CLI's one-line message.
+
+Skipped when the package is not installed (scripts/test.sh installs it); the comparisons with
+the CLI also need the binary (STALE_BIN or build/stale)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import ROOT
+
+stale = pytest.importorskip("stale", reason="the Python package is not installed (pip install .)")
+
+EXP = os.path.join(ROOT, "experiments")
+QUICK = os.path.join(EXP, "quickstart.toml")
+
+# every /metrics series but the wall clock
+SERIES = ["k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage", "batch", "bound",
+          "bound_opt", "bound_stoch", "bound_stale", "G", "batch_loss", "val_loss"]
+
+
+def cli(stale_bin, *args):
+    r = subprocess.run([stale_bin, *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def assert_same_run(a, b):
+    """Two Runs hold the same numbers, bit for bit (NaN where the other has NaN), but for the wall times."""
+    assert a.status == b.status
+    assert a.message == b.message
+    for name in SERIES:
+        x, y = a.series(name), b.series(name)
+        assert x.dtype.kind == y.dtype.kind, name
+        np.testing.assert_array_equal(x, y, err_msg=name, strict=True)
+    np.testing.assert_array_equal(a.iterates, b.iterates, strict=True)
+    np.testing.assert_array_equal(a.iterates_k, b.iterates_k)
+    if a.delays is None or b.delays is None:
+        assert a.delays is None and b.delays is None
+    else:
+        np.testing.assert_array_equal(a.delays, b.delays)
+    if a.delay_summary is not None or b.delay_summary is not None:
+        for key in ("max", "mean", "updates", "table_kept"):
+            np.testing.assert_array_equal(a.delay_summary[key], b.delay_summary[key], err_msg=key)
+    for key in ("L", "mu", "f_star", "delta", "delay_model", "delay_mean", "G", "lr", "Delta0", "S", "K", "K_planned",
+                "K_note", "lr_note"):
+        assert a.theory[key] == b.theory[key], key
+    for key in ("name", "n", "d", "S", "L", "mu", "f_star", "batches", "description"):
+        assert a.objective[key] == b.objective[key], key
+    np.testing.assert_array_equal(a.objective["block_sizes"], b.objective["block_sizes"])
+    assert a.config == b.config
+    if a.schedule is not None or b.schedule is not None:
+        for key in ("makespan", "bubble_fraction", "bubble", "busy", "peak_inflight", "peak_versions",
+                    "max_crossed_measured"):
+            np.testing.assert_array_equal(a.schedule[key], b.schedule[key], err_msg=key)
+
+
+# a stale-read method, a schedule method, a fresh-read method and LocalSGD on logistic data:
+# every observer path (delays, /schedule, full-vector steps, averaging) appears once
+CASES = {
+    "rpd": (QUICK, ["method.updates=400", "log.every=7"]),
+    "pipedream": (os.path.join(EXP, "e2_nesterov.toml"), ["objective.stages=4", "method.time_budget=120"]),
+    "sgd": (QUICK, ["method.name=sgd", "delay.name=zero", "delay.max=0", "method.updates=240", "log.every=16",
+                    "log.iterates_every=48"]),
+    "localsgd": (os.path.join(EXP, "e3_logistic.toml"), ["method.name=localsgd", "method.updates=256",
+                                                           "method.local_steps=2", "log.every=8"]),
+}
+
+
+def overrides_dict(assignments):
+    out = {}
+    for a in assignments:
+        k, v = a.split("=", 1)
+        try:
+            out[k] = int(v)
+        except ValueError:
+            try:
+                out[k] = float(v)
+            except ValueError:
+                out[k] = v
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_run_in_memory_equals_the_cli_run_file(stale_bin, tmp_path, case):
+    config, over = CASES[case]
+    out = tmp_path / f"{case}.h5"
+    cli(stale_bin, "run", config, *over, "--out", out, "-q")
+    mem = stale.run(config, **overrides_dict(over))
+    assert mem.path is None
+    assert_same_run(mem, stale.load(out))
+    # and through out=: the file stale.run writes is the CLI's
+    again = stale.run(config, out=tmp_path / f"{case}_py.h5", **overrides_dict(over))
+    assert again.path == str(tmp_path / f"{case}_py.h5")
+    assert_same_run(again, mem)
+
+
+def test_run_prints_the_summary_numbers_of_the_readme():
+    r = stale.run(QUICK)
+    s = r.summary
+    assert (s["status"], s["k"]) == ("ok", 3200)
+    # README: "status=ok k=3200 f-f*=4.364347e+00 mean|grad f|^2=7.629744e+01 bound=8.959797e+04"
+    assert f"{s['subopt']:.6e} {s['grad_norm_sq_mean']:.6e} {s['bound']:.6e}" == "4.364347e+00 7.629744e+01 8.959797e+04"
+    assert list(r.metrics.columns[:4]) == ["k", "time", "loss", "subopt"]
+    assert r.iterates.shape == (3201, 512) and r.delays.shape == (3200, 8)
+    np.testing.assert_array_equal(r.final_w, r.iterates[-1])
+
+
+def test_dict_config_equals_the_toml_file():
+    nested = {"seed": 0, "objective": {"name": "quadratic", "generator": "random", "dim": 512, "samples": 600,
+                                       "batch_size": 10, "stages": 8},
+              "method": {"name": "rpd", "lr": 0.015625, "updates": 300}, "delay": {"name": "uniform", "max": 60}}
+    a = stale.run(nested)
+    b = stale.run(QUICK, method__updates=300)
+    c = stale.run(QUICK, **{"method.updates": 300})
+    for other in (b, c):
+        np.testing.assert_array_equal(a.series("subopt"), other.series("subopt"))
+        np.testing.assert_array_equal(a.iterates, other.iterates)
+
+
+def test_config_errors_raise_config_error_and_write_nothing(tmp_path):
+    out = tmp_path / "bad.h5"
+    with pytest.raises(stale.ConfigError, match=r"method\.lr") as e:
+        stale.run(QUICK, out=out, **{"method.lr": -1.0})
+    assert "\n" not in str(e.value) and isinstance(e.value, ValueError)
+    with pytest.raises(stale.ConfigError, match="unknown config key 'method.lrr'"):
+        stale.run(QUICK, method__lrr=0.1)
+    with pytest.raises(stale.ConfigError, match="delay.max"):  # the unread-key rule
+        stale.run(QUICK, **{"method.name": "sgd", "delay.name": "zero", "delay.max": 8})
+    with pytest.raises(stale.ConfigError, match="no_such.toml"):
+        stale.run(tmp_path / "no_such.toml")
+    assert list(tmp_path.iterdir()) == []
+    stale.run(QUICK, out=out, method__updates=50)
+    with pytest.raises(stale.ConfigError, match="already there"):
+        stale.run(QUICK, out=out, method__updates=50)
+    assert stale.run(QUICK, out=out, force=True, method__updates=60).summary["k"] == 60
+
+
+def test_a_diverged_run_is_a_result():
+    r = stale.run(QUICK, **{"method.lr": 0.5})
+    assert r.status == "diverged" and "exceeded log.divergence" in r.message
+    assert r.summary["k"] < 3200
+
+
+def test_the_interpreter_lock_is_released_during_a_run():
+    """A Python thread runs while stale.run computes: it sees the C++ call in progress (only
+    possible if the call released the lock) and keeps counting meanwhile."""
+    from stale import _stale
+    seen = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            if _stale.released_calls() > 0:
+                seen.append(1)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        stale.run(QUICK, **{"method.updates": 20000, "log.every": 100})
+    finally:
+        done.set()
+        t.join()
+    assert len(seen) > 0
+
+
+def test_load_checks_the_schema_version(tmp_path):
+    path = tmp_path / "r.h5"
+    stale.run(QUICK, out=path, method__updates=20)
+    with h5py.File(path, "a") as f:
+        f.attrs["schema_version"] = 99
+    with pytest.raises(stale.ConfigError, match="schema_version 99"):
+        stale.load(path)
+    with pytest.raises(stale.ConfigError, match="no such file"):
+        stale.load(tmp_path / "missing.h5")
+
+
+@pytest.mark.parametrize("name,args,costs", [
+    ("pipedream", dict(stages=4, microbatches=16), {}),
+    ("interleaved", dict(stages=2, microbatches=8, chunks=2), {}),
+    ("zb-h1", dict(stages=4, microbatches=8), dict(forward=[1, 1, 2, 1], weight=0.5, latency=0.1)),
+])
+def test_schedule_arrays_equal_the_cli_schedule_file(stale_bin, tmp_path, name, args, costs):
+    out = tmp_path / "s.h5"
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in args.items()]
+    cost_args = ["--costs", *[f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in costs.items()]] \
+        if costs else []
+    cli(stale_bin, "schedule", name, *flags, *cost_args, "--out", out)
+    s = stale.schedule(name, **args, **costs)
+    with h5py.File(out) as f:
+        g = f["schedule"]
+        assert s.makespan == g.attrs["makespan"] and s.bubble_fraction == g.attrs["bubble_fraction"]
+        np.testing.assert_array_equal(s.bubble, g["bubble_fraction"][()])
+        for key in ("busy", "peak_inflight", "peak_versions"):
+            np.testing.assert_array_equal(getattr(s, key), g[key][()], err_msg=key)
+        t = s.timeline
+        for key in ("start", "end", "stage", "block", "kind", "microbatch", "flags"):
+            np.testing.assert_array_equal(t[key].to_numpy(), g[key][()], err_msg=key)
+        np.testing.assert_array_equal(s.delays, f["delays"][()])
+        costs_attr = f.attrs["costs"]
+        assert s.costs == (costs_attr.decode() if isinstance(costs_attr, bytes) else costs_attr)
+        ds = f["delay_summary"]
+        np.testing.assert_array_equal(s.delay_summary["max_by_read_block"], ds["max_by_read_block"][()])
+        np.testing.assert_array_equal(s.steady_delay_summary["mean_by_update_block"], ds["steady_mean_by_update_block"][()])
+    with pytest.raises(stale.ConfigError, match="straggler_prob|forward"):
+        stale.schedule(name, **args, forward=[1, 2, 3, 4, 5, 6, 7])
+
+
+def test_sweep_index_equals_the_cli_sweep_index(stale_bin, tmp_path):
+    spec = {"base": QUICK, "set": {"method.updates": 200, "log.every": 20},
+            "grid": {"method.lr": [0.015625, 0.03125], "seed": [0, 1]}, "zip": {"delay.max": [0, 8]}}
+    py = stale.sweep(spec, out=tmp_path / "py", jobs=2)
+    assert py.attrs["summary"] == {"total": 8, "ran": 8, "skipped": 0, "failed": 0}
+    cli(stale_bin, "sweep", tmp_path / "py" / "sweep.toml", "--out", tmp_path / "cli", "-q", "--jobs", "2")
+    ref = stale.load_sweep(tmp_path / "cli")
+    drop = [c for c in py.columns if "wall" in c]
+    assert list(py.columns) == list(ref.columns)
+    assert py.drop(columns=drop).equals(ref.drop(columns=drop))
+    # a second call finds every run done
+    assert stale.sweep(spec, out=tmp_path / "py").attrs["summary"]["skipped"] == 8
+
+
+def test_stability_equals_the_cli(stale_bin):
+    cfg = os.path.join(EXP, "stability_quadratic.toml")
+    text = cli(stale_bin, "stability", cfg, "--lr", "0.05", "--lr", "0.2")
+    got = stale.stability(cfg, lr=[0.05, 0.2])
+    rhos = [float(line.split()[1].split("=")[1]) for line in text.splitlines() if line.startswith("gamma=")]
+    np.testing.assert_allclose(got["rho"], rhos, rtol=1e-11)  # the CLI prints 12 significant digits
+    gm = next(line for line in text.splitlines() if line.startswith("gamma_max="))
+    assert got["gamma_max"] == pytest.approx(float(gm.split()[0].split("=")[1]), rel=1e-9)
+    # γ_max is the boundary: stable just below it, unstable just above
+    lo, hi = stale.stability(cfg, lr=[0.99 * got["gamma_max"], 1.01 * got["gamma_max"]], gamma_max=False)["rho"]
+    assert lo <= 1 + 1e-9 < hi
+    with pytest.raises(stale.ConfigError, match="quadratic"):
+        stale.stability(os.path.join(EXP, "e3_logistic.toml"))

@@ -1,0 +1,105 @@
+"""Arrays from Python: stale.run(config, X=X, y=y) gives, bit for bit, the run that the same
+arrays give when written to an .npz and read with objective.generator = "file"."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+stale = pytest.importorskip("stale", reason="the Python package is not installed (pip install .)")
+
+from test_package import SERIES  # noqa: E402
+
+
+def data(n=120, d=24, logistic=False, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    w = rng.standard_normal(d)
+    if logistic:
+        y = np.where(X @ w + 0.5 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    else:
+        y = X @ w + 0.1 * rng.standard_normal(n)
+    return X, y, w
+
+
+CONFIGS = {
+    "quadratic": {"objective": {"name": "quadratic", "batch_size": 10, "stages": 4},
+                  "method": {"name": "rpd", "lr": 0.01, "updates": 400}, "delay": {"name": "uniform", "max": 6},
+                  "log": {"every": 5}},
+    "logistic": {"objective": {"name": "logistic", "batch_size": 8, "stages": 4, "l2": 1e-3},
+                 "method": {"name": "pipedream", "lr": 0.05, "updates": 240}, "log": {"every": 4}},
+}
+
+
+def same(a, b):
+    for name in SERIES:
+        np.testing.assert_array_equal(a.series(name), b.series(name), err_msg=name, strict=True)
+    np.testing.assert_array_equal(a.iterates, b.iterates, strict=True)
+    if a.delays is not None or b.delays is not None:
+        np.testing.assert_array_equal(a.delays, b.delays)
+    for key in ("L", "mu", "f_star", "G", "Delta0", "K"):
+        assert a.theory[key] == b.theory[key], key
+
+
+@pytest.mark.parametrize("kind", sorted(CONFIGS))
+def test_arrays_equal_the_npz_file(tmp_path, kind):
+    X, y, w = data(logistic=kind == "logistic")
+    path = tmp_path / "data.npz"
+    np.savez(path, X=X, y=y)
+    from_file = stale.run(CONFIGS[kind], **{"objective.generator": "file", "objective.data": str(path)})
+    from_arrays = stale.run(CONFIGS[kind], X=X, y=y)
+    same(from_file, from_arrays)
+    assert from_arrays.objective["n"] == 120 and from_arrays.objective["d"] == 24
+    assert from_arrays.config["objective.generator"] == "file"
+    # the layout does not matter: Fortran order (copied straight into the model), a float32
+    # copy that is exactly representable, y as a column
+    same(from_arrays, stale.run(CONFIGS[kind], X=np.asfortranarray(X), y=y[:, None]))
+    Xs = X[:, ::-1][:, ::-1]  # a strided view
+    same(from_arrays, stale.run(CONFIGS[kind], X=Xs, y=y))
+
+
+def test_arrays_with_w_true_equal_the_npz_file(tmp_path):
+    X, _, w = data()
+    y = X @ w
+    path = tmp_path / "data.npz"
+    np.savez(path, X=X, y=y, w_true=w)
+    cfg = CONFIGS["quadratic"]
+    same(stale.run(cfg, **{"objective.generator": "file", "objective.data": str(path)}),
+         stale.run(cfg, X=X, y=y, w_true=w))
+
+
+def test_bad_arrays_are_config_errors():
+    X, y, _ = data()
+    cfg = CONFIGS["quadratic"]
+    bad = X.copy()
+    bad[3, 5] = np.nan
+    with pytest.raises(stale.ConfigError, match=r"X\[3, 5\] is not finite"):
+        stale.run(cfg, X=bad, y=y)
+    with pytest.raises(stale.ConfigError, match="y has 119 entries but X has n = 120"):
+        stale.run(cfg, X=X, y=y[:-1])
+    with pytest.raises(stale.ConfigError, match="not binary"):
+        stale.run(CONFIGS["logistic"], X=X, y=y)
+    with pytest.raises(stale.ConfigError, match="2-D"):
+        stale.run(cfg, X=X[0], y=y)
+    with pytest.raises(stale.ConfigError, match="both X and y"):
+        stale.run(cfg, X=X)
+    with pytest.raises(stale.ConfigError, match="objective.generator"):
+        stale.run(cfg, X=X, y=y, **{"objective.generator": "random"})
+    with pytest.raises(stale.ConfigError, match="objective.stages"):
+        stale.run(cfg, X=X[:, :2], y=y)
+
+
+def test_objective_data_round_trip(tmp_path):
+    """stale.objective returns the data a config's runs optimise: fed back as arrays, they
+    give the same run bit for bit, and the constants are those of the run."""
+    cfg = dict(CONFIGS["quadratic"], objective={**CONFIGS["quadratic"]["objective"], "generator": "random",
+                                                "dim": 24, "samples": 120})
+    o = stale.objective(cfg)
+    assert o["X"].shape == (120, 24) and o["y"].shape == (120,) and o["batch_offsets"][-1] == 120
+    generated = stale.run(cfg)
+    assert generated.theory["L"] == o["L"] and generated.theory["f_star"] == o["f_star"]
+    # f_* = 0 at w_* = w_true: the random generator has no noise
+    np.testing.assert_allclose(o["w_star"], o["w_true"], rtol=0, atol=1e-8)
+    again = stale.run({k: v for k, v in cfg.items() if k != "objective"} |
+                      {"objective": {k: v for k, v in cfg["objective"].items() if k not in ("generator", "dim", "samples")}},
+                      X=o["X"], y=o["y"], w_true=o["w_true"])
+    same(generated, again)
