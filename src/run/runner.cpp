@@ -119,7 +119,8 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     t.mu = c.mu;
     t.f_star = c.f_star;
     t.f_star_method = c.f_star_method;
-    t.delta = static_cast<double>(plan.delay_bound);
+    // δ planned, or measured along the run when a coupled timeline made the delays
+    t.delta = static_cast<double>(std::max(plan.delay_bound, report.delay_moments.max_overall()));
     t.delay_model = plan.delay_name;
     t.delay_mean = plan.delay_mean;
     t.updates_planned = plan.updates;
@@ -136,7 +137,9 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     t.stages = f->stages();
     t.updates = obs.updates_done();
     log.write_theory(t);
-    if (plan.executes_schedule) log.write_schedule(*plan.schedule, *plan.simulation, report.measured_crossed);
+    if (plan.executes_schedule)
+      log.write_schedule(*plan.schedule, report.simulation ? *report.simulation : *plan.simulation, report.measured_crossed);
+    if (!report.delay_moments.empty()) log.write_delay_moments(report.delay_moments);
 
     res.status = obs.diverged() ? "diverged" : "ok";
     res.last = obs.last();
