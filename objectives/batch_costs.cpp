@@ -17,7 +17,7 @@ std::vector<double> linear_costs(const LinearData& data) {
     double nnz = 0;
     for (Index j = 0; j < data.d(); ++j)  // column-major: walk down the columns
       for (Index i = lo; i < hi; ++i) nnz += data.X(i, j) != 0.0;
-    c[m] = nnz / static_cast<double>(hi - lo);
+    c[m] = 1.0 + nnz / static_cast<double>(hi - lo);  // + the loss head's work per sample
   }
   return c;
 }
