@@ -11,6 +11,7 @@
 
 #include "objectives/objective.hpp"
 #include "optimizers/update_rule.hpp"
+#include "src/pipeline/delay_moments.hpp"
 
 namespace stale {
 
@@ -38,6 +39,12 @@ struct RunReport {
   // per block: the most updates of the block one micro-batch saw between its F and its B,
   // counted while executing (schedule-driven methods; compared with the simulator and PACI's bound)
   std::vector<int64_t> measured_crossed;
+  // the delay distribution along the run in windows of k (schedule-driven methods with one
+  // replica; empty otherwise): /delay_moments
+  DelayMoments delay_moments;
+  // the timeline the run made as it went (costs.coupling: durations that depend on the
+  // run's state); null when the plan's simulation is the timeline
+  std::shared_ptr<const SimResult> simulation;
 };
 
 struct UpdateEvent {

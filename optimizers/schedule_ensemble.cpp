@@ -18,6 +18,7 @@
 
 #include "optimizers/sampling.hpp"
 #include "optimizers/schedule_executor.hpp"
+#include "src/pipeline/op_source.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -96,16 +97,11 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
   const int R = sched.replicas;
   const Index width = f.activation_width();
 
-  // the serial order of run(): (start, device, position in the device's program)
-  std::vector<int64_t> order(sched.ops.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<int> device_of_op(sched.ops.size());
-  for (int d = 0; d < sched.stages; ++d)
-    for (int64_t i = sched.offsets[d]; i < sched.offsets[d + 1]; ++i) device_of_op[i] = d;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (sim.start[a] != sim.start[b]) return sim.start[a] < sim.start[b];
-    return device_of_op[a] < device_of_op[b];
-  });
+  // run()'s serial order (a lockstep ensemble never runs a coupled timeline: its columns'
+  // timelines would differ)
+  const int64_t window = opt.moment_window > 0 ? opt.moment_window : std::max<int64_t>(1, (plan.updates + 49) / 50);
+  std::unique_ptr<OpSource> ops = precomputed_ops(sched, sim, window);
+  DelayMoments moments(window, J);  // of the updates done so far (a frozen column keeps its own)
   const std::vector<int> batch_of =
       microbatch_batches(sched.microbatches, f.num_batches(), opt.method.cyclic_batches, opt.method.seed);
 
@@ -157,20 +153,24 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
   std::vector<int64_t> crossed(J, 0);
   for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]);
   int64_t k = 0;
-  int64_t update_index = 0;
   Vec g, delta, noise_draw;
   std::vector<Vec> deltas;
   std::vector<UpdateEvent> events;
   std::vector<int> stepped;
   Mat used, grad_W, grad_in, gradient;
-  std::vector<int64_t> delay_row;
   auto stop_columns = [&] {
     bool changed = false;
     for (int p : active)
-      if (obs[p]->should_stop()) running[p] = 0, reports[p].measured_crossed = crossed, changed = true;
+      if (obs[p]->should_stop()) {
+        running[p] = 0;
+        reports[p].measured_crossed = crossed;
+        reports[p].delay_moments = moments;
+        reports[p].delay_moments.close();
+        changed = true;
+      }
     if (changed) active.erase(std::remove_if(active.begin(), active.end(), [&](int p) { return !running[p]; }), active.end());
   };
-  for (int64_t idx : order) {
+  for (int64_t idx; (idx = ops->next()) >= 0;) {
     stop_columns();
     if (k >= K || active.empty()) break;
     const Op& op = sched.ops[idx];
@@ -222,8 +222,10 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
       for (Index c = 0; c < n; ++c) acc[r][st.cols[c]][j] += gj.col(c);
       ++acc_n[r][j];
     }
+    const OpTiming& timing = ops->finish(OpState{});  // precomputed: the timeline does not read the state
     if (op.updates()) {
       STALE_CHECK(gradient_op && acc_n[r][j] > 0, "an update without accumulated gradients");
+      if (timing.delays) moments.add(*timing.delays);
       const double count = static_cast<double>(acc_n[r][j]);
       acc_n[r][j] = 0;
       if (opt.method.grad_noise_std != 0) {
@@ -237,12 +239,8 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
       e.k = k;
       e.stage = j;
       e.batch = batch;
-      e.time = sim.end[idx];
-      if (R == 1 && update_index < static_cast<int64_t>(sim.updates.size())) {
-        delay_row = sim.delay_row(sim.updates[update_index]);
-        e.delays = &delay_row;
-      }
-      ++update_index;
+      e.time = timing.end;
+      e.delays = timing.delays;
       // every column's change is announced before any is reported: trackers shared between
       // the columns apply them as one product
       events.clear();
@@ -286,8 +284,9 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
     }
     if (gradient_op && ++st.gradients_done == J) live.erase(mb);
   }
+  moments.close();
   for (int p = 0; p < Pc; ++p) {
-    if (running[p]) reports[p].measured_crossed = crossed;
+    if (running[p]) reports[p].measured_crossed = crossed, reports[p].delay_moments = moments;
     w[p] = R == 1 ? W[0][p] : w_avg[p];
   }
   return reports;

@@ -8,9 +8,12 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "objectives/batch_costs.hpp"
 #include "optimizers/sampling.hpp"
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
+#include "src/pipeline/coupled_timeline.hpp"
+#include "src/pipeline/op_source.hpp"
 #include "src/pipeline/simulator.hpp"
 
 namespace stale {
@@ -70,7 +73,8 @@ std::vector<std::string> cost_settings(const Config& cfg) {
   return {"forward=" + list("costs.forward"), "backward=" + list("costs.backward"), "weight=" + list("costs.weight"),
           "latency=" + num(cfg.get_float("costs.latency")), "jitter=" + num(cfg.get_float("costs.jitter")),
           "straggler_prob=" + num(cfg.get_float("costs.straggler_prob")),
-          "straggler_slowdown=" + num(cfg.get_float("costs.straggler_slowdown")), "seed=" + std::to_string(seed)};
+          "straggler_slowdown=" + num(cfg.get_float("costs.straggler_slowdown")),
+          "pareto_alpha=" + num(cfg.get_float("costs.pareto_alpha")), "seed=" + std::to_string(seed)};
 }
 
 CostModel cost_model_from_config(const Config& cfg) {
@@ -106,6 +110,13 @@ ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::strin
   o.lr_min = cfg.get_float("method.lr_min");
   o.warmup = cfg.get_int("method.warmup");
   o.time_budget = cfg.get_float("method.time_budget");
+  o.coupling = parse_coupling(cfg.get_string("costs.coupling"));
+  o.coupling_scale = cfg.get_float("costs.coupling_scale");
+  o.coupled = o.coupling != Coupling::None;
+  o.moment_window = cfg.get_int("log.delay_window");
+  if (o.coupled && o.time_budget > 0)
+    config_error("method.time_budget", "needs durations known before the run; costs.coupling = \"" +
+                                           cfg.get_string("costs.coupling") + "\" times ops as the run goes (use method.updates)");
   return o;
 }
 
@@ -202,6 +213,13 @@ RunPlan ScheduleMethod::plan(const Objective& f) const {
   pl.delay_bound = sim->delays.max_overall();
   pl.delay_mean = sim->steady_delays.updates() > 0 ? sim->steady_delays.mean_overall() : sim->delays.mean_overall();
   pl.delay_name = "schedule:" + opt.schedule;
+  if (opt.coupled) {
+    // the delays come from the coupled timeline as the run goes: δ is measured along the run
+    // (the running maximum the metrics observer and /theory use), not planned
+    pl.delay_bound = 0;
+    pl.delay_name = std::string("coupled:") + opt.schedule + ":" + coupling_name(opt.coupling);
+    if (opt.coupling == Coupling::Data) (void)batch_data_costs(f);  // a UserError before the run file exists
+  }
   if (opt.time_budget > 0) {
     pl.updates = sim->total_updates;
     pl.note = "method.time_budget: every update of the micro-batches whose timeline fits the budget";
@@ -229,20 +247,20 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
   const bool stash = sched.stash && opt.stash;
   const int R = sched.replicas;
 
-  // the serial order: (start, device, position in the device's program)
-  std::vector<int64_t> order(sched.ops.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<int> device_of_op(sched.ops.size());
-  for (int d = 0; d < sched.stages; ++d)
-    for (int64_t i = sched.offsets[d]; i < sched.offsets[d + 1]; ++i) device_of_op[i] = d;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (sim.start[a] != sim.start[b]) return sim.start[a] < sim.start[b];
-    return device_of_op[a] < device_of_op[b];
-  });
-
   // data order: PD reads batches cyclically; uniform draws one batch per micro-batch
   const std::vector<int> batch_of =
       microbatch_batches(sched.microbatches, f.num_batches(), opt.method.cyclic_batches, opt.method.seed);
+
+  // the ops in the serial order (start, device, position in the device's program): the
+  // plan's simulation, or a coupled timeline made as the run goes
+  const int64_t window = opt.moment_window > 0 ? opt.moment_window : std::max<int64_t>(1, (plan.updates + 49) / 50);
+  std::unique_ptr<OpSource> ops =
+      opt.coupled ? std::unique_ptr<OpSource>(std::make_unique<CoupledTimeline>(
+                        sched, opt.costs,
+                        StateCosts(opt.coupling, opt.coupling_scale, J,
+                                   opt.coupling == Coupling::Data ? batch_data_costs(f) : std::vector<double>{}),
+                        batch_of, window))
+                  : precomputed_ops(sched, sim, window);
 
   std::vector<Vec> W(R, w);  // replica weights
   Vec w_avg = w;
@@ -283,11 +301,9 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
   crossed.assign(J, 0);
   obs.on_start(w);
   int64_t k = 0;
-  int64_t update_index = 0;  // position in sim.updates (serial order)
   Vec g, delta, grad_w;
   Mat grad_in;
-  std::vector<int64_t> delay_row;
-  for (int64_t idx : order) {
+  for (int64_t idx; (idx = ops->next()) >= 0;) {
     if (k >= K || obs.should_stop()) break;
     const Op& op = sched.ops[idx];
     const int j = op.block;
@@ -328,6 +344,10 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       acc[r][j] += gj;
       ++acc_n[r][j];
     }
+    // the op's end on the timeline (its duration may depend on what it just computed) and,
+    // for an update, its delays
+    const OpTiming& timing = ops->finish(
+        {batch, gradient_op ? (sched.split_backward ? &st.pending_w[j] : &grad_w) : nullptr, wj.data(), wj.size()});
     if (op.updates()) {
       STALE_CHECK(gradient_op && acc_n[r][j] > 0, "an update without accumulated gradients");
       g = acc[r][j] / static_cast<double>(acc_n[r][j]);
@@ -344,13 +364,9 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       e.stage = j;
       e.batch = batch;
       e.grad_norm = g.norm();
-      e.time = sim.end[idx];
+      e.time = timing.end;
       e.batch_loss = st.loss;
-      if (R == 1 && update_index < static_cast<int64_t>(sim.updates.size())) {
-        delay_row = sim.delay_row(sim.updates[update_index]);
-        e.delays = &delay_row;
-      }
-      ++update_index;
+      e.delays = timing.delays;
       if (R == 1) {
         obs.on_update(e, delta, W[0]);
       } else {
@@ -369,6 +385,8 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
     if (gradient_op && ++st.gradients_done == J) live.erase(mb);  // its last op
   }
   w = R == 1 ? W[0] : w_avg;
+  report.delay_moments = ops->moments();
+  report.simulation = ops->timeline();
   return report;
 }
 

@@ -13,6 +13,11 @@
 //              the gradients accumulated since its last step (+ optional Gaussian noise)
 //   average:   on the op flagged Average (LocalSGD), block j is averaged over the replicas
 //
+// The ops come from an OpSource (src/pipeline/op_source.hpp): the serial order of the plan's
+// simulation, or — when durations depend on the run's state (costs.coupling) — a coupled
+// timeline that decides which op starts next as the run proceeds and times each op from
+// what the executor measured while running it.
+//
 // Which version an op reads is a device-local fact (only block j's device updates block j),
 // so executing ops in the simulator's serial order is exact. Block updates are numbered
 // k = 0, 1, … in that order; metrics see the model after each update (the replica average
@@ -26,6 +31,7 @@
 #include "src/pipeline/cost_model.hpp"
 #include "src/pipeline/schedule.hpp"
 #include "src/pipeline/simulator.hpp"
+#include "src/pipeline/state_costs.hpp"
 
 namespace stale {
 
@@ -43,6 +49,14 @@ struct ExecutorOptions {
   int64_t warmup = 0;
   double time_budget = 0;       // > 0: run every micro-batch whose timeline fits
   std::string costs_key;        // the [costs] settings as text: identifies `costs` in a plan cache
+  // op durations that depend on the run's state (costs.coupling, costs.coupling_scale): the
+  // ops then come from a coupled timeline (src/pipeline/coupled_timeline.hpp) instead of
+  // the plan's simulation; `coupled` = true with Coupling::None takes that path with
+  // state-independent costs (it equals the precomputed one bit for bit, tested)
+  Coupling coupling = Coupling::None;
+  double coupling_scale = 1.0;
+  bool coupled = false;
+  int64_t moment_window = 0;    // log.delay_window: updates per window of /delay_moments (0: K/50)
 
   // method.*, [costs] and objective.stages of a config, for the named schedule
   static ExecutorOptions from_config(const Config& cfg, const std::string& schedule);
@@ -77,7 +91,8 @@ class ScheduleMethod final : public Method {
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override;
   using Method::run;
   // the loop of run() over P columns (schedule_ensemble.cpp)
-  bool runs_ensembles() const override { return true; }
+  // (not under costs.coupling: each column's timeline would follow its own state)
+  bool runs_ensembles() const override { return !opt_.coupled; }
   std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan, const std::vector<const Method*>& columns,
                                       std::vector<Vec>& w, const std::vector<RunObserver*>& obs) const override;
   const ExecutorOptions& options() const { return opt_; }

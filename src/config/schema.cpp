@@ -114,6 +114,14 @@ const std::vector<KeySpec>& config_schema() {
       Float("costs.jitter", 0.0, "σ of lognormal (mean-1) noise on every op's duration", 0.0),
       Float("costs.straggler_prob", 0.0, "probability that an op straggles", 0.0, false, 1.0),
       Float("costs.straggler_slowdown", 1.0, "duration factor of a straggling op", 1.0),
+      Float("costs.pareto_alpha", 0.0,
+            "heavy-tailed stragglers: a straggling op is slowed by a Pareto(α) factor (scale 1, P(> x) = x^-α) instead of straggler_slowdown; infinite variance for α <= 2; 0 = off",
+            0.0),
+      Str("costs.coupling", "none",
+          "op durations that depend on the run's state, timed as the run goes (schedule methods): data = the mini-batch's work per sample, gradient = the block's latest gradient norm, weight = the block's RMS weight (src/pipeline/state_costs.hpp)",
+          {"none", "data", "gradient", "weight"}),
+      Float("costs.coupling_scale", 1.0,
+            "exponent β of the coupling factor: (c_m/mean c)^β, (‖g_j‖/‖g_j‖ at its first gradient)^β, (1 + RMS w_j)^β", 0.0),
       Int("costs.seed", -1, "seed of the stage-time noise (-1 = the base seed)", -1),
 
       Int("log.every", 1, "metrics cadence in block updates", 1, 1e12),
@@ -127,6 +135,7 @@ const std::vector<KeySpec>& config_schema() {
             "a run is diverged (status \"diverged\", it stops) when f − f_* (the loss when f_* is unknown) exceeds this "
             "multiple of its start value, or is not finite; 0 = only when not finite",
             0.0),
+      Int("log.delay_window", 0, "updates per window of /delay_moments (mean, second moment and max of the delays per block; schedule methods); 0 = K/50", 0, 1e12),
       Bool("log.delays", true, "write the K × S delay table /delays while K·S ≤ 10^7 (the per-block summary is always written)"),
       Str("log.out", "", "run file path; empty = runs/<config name>.h5 (the CLI's --out wins)"),
       Bool("log.progress", true, "progress lines on stderr"),

@@ -7,6 +7,7 @@
 
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/io/delay_moments_file.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/schedule_file.hpp"
 
@@ -189,6 +190,8 @@ void RunLog::write_schedule(const Schedule& s, const SimResult& sim, const std::
   h5::write_attr(g.id(), "steady_max_delay", sim.steady_delays.max_overall());
   h5::write_attr(g.id(), "steady_mean_delay", sim.steady_delays.updates() ? sim.steady_delays.mean_overall() : 0.0);
 }
+
+void RunLog::write_delay_moments(const DelayMoments& m) { write_delay_moments_group(impl_->file.id(), m); }
 
 void RunLog::flush() {
   auto& I = *impl_;

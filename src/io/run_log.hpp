@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/types.hpp"
+#include "src/pipeline/delay_moments.hpp"
 #include "src/pipeline/schedule.hpp"
 #include "src/pipeline/simulator.hpp"
 
@@ -56,6 +57,8 @@ class RunLog {
   // schedule-driven methods: /schedule (op table while it fits, makespan, bubbles, peak
   // memory) and the crossing counts the run measured per block (PACI's drift)
   void write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed);
+  // /delay_moments: the delay distribution along the run (src/io/delay_moments_file.hpp)
+  void write_delay_moments(const DelayMoments& m);
   void flush();
   void finish(const std::string& status, double wall_seconds, const std::string& message = "");
   void abort();

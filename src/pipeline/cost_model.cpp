@@ -58,7 +58,7 @@ std::string join(const std::vector<double>& v) {
 
 const std::vector<std::string>& CostModel::keys() {
   static const std::vector<std::string> k = {"forward", "backward", "weight", "latency", "jitter",
-                                             "straggler_prob", "straggler_slowdown", "seed"};
+                                             "straggler_prob", "straggler_slowdown", "pareto_alpha", "seed"};
   return k;
 }
 
@@ -81,6 +81,9 @@ void CostModel::set(const std::string& key, const std::string& value) {
   } else if (key == "straggler_slowdown") {
     straggler_slowdown_ = parse_number(key, value, "expected a factor >= 1");
     if (!(straggler_slowdown_ >= 1)) bad(key, value, "expected a factor >= 1");
+  } else if (key == "pareto_alpha") {
+    pareto_alpha_ = parse_number(key, value, "expected a tail index >= 0 (0 = the fixed straggler_slowdown)");
+    if (!(pareto_alpha_ >= 0)) bad(key, value, "expected a tail index >= 0 (0 = the fixed straggler_slowdown)");
   } else if (key == "seed") {
     char* end = nullptr;
     errno = 0;
@@ -113,7 +116,9 @@ std::string CostModel::describe() const {
   os.precision(17);
   os << "forward=" << join(forward_) << " backward=" << join(backward_) << " weight=" << join(weight_)
      << " latency=" << latency_ << " jitter=" << jitter_ << " straggler_prob=" << straggler_prob_
-     << " straggler_slowdown=" << straggler_slowdown_ << " seed=" << seed_;
+     << " straggler_slowdown=" << straggler_slowdown_;
+  if (pareto_alpha_ > 0) os << " pareto_alpha=" << pareto_alpha_;  // only when set: older files stay as they were
+  os << " seed=" << seed_;
   return os.str();
 }
 
@@ -143,7 +148,7 @@ double CostModel::Noise::next() {
   const double z = rng_.normal();
   const double u = rng_.uniform();
   double f = sigma_ > 0 ? std::exp(sigma_ * z - 0.5 * sigma_ * sigma_) : 1.0;
-  if (u < prob_) f *= slowdown_;
+  if (u < prob_) f *= alpha_ > 0 ? std::pow(1.0 - u / prob_, -1.0 / alpha_) : slowdown_;
   return f;
 }
 

@@ -12,6 +12,11 @@
 //  - jitter σ: each op's duration is multiplied by exp(σ z − σ²/2), z ~ N(0, 1): lognormal
 //    noise with mean 1, so expected costs stay the nominal ones.
 //  - straggler_prob p, straggler_slowdown f: with probability p an op takes f times longer.
+//  - pareto_alpha α > 0: a straggling op is slowed by a Pareto(α) factor with scale 1,
+//    P(factor > x) = x^−α for x >= 1, instead of the fixed f (heavy-tailed stragglers: the
+//    factor's variance is infinite for α <= 2, its mean for α <= 1). It is made from the
+//    same uniform u that decided the straggle (u/p is uniform given u < p), so turning it on
+//    changes no other draw.
 //  - seed: draws come from stale::Rng(seed, Stream::StageTime, device), one normal and one
 //    uniform per op in the device's program order, so a run is a pure function of the seed
 //    and the schedule, whatever order the simulator processes devices in.
@@ -46,8 +51,11 @@ class CostModel {
   double jitter() const { return jitter_; }
   double straggler_prob() const { return straggler_prob_; }
   double straggler_slowdown() const { return straggler_slowdown_; }
+  double pareto_alpha() const { return pareto_alpha_; }
   uint64_t seed() const { return seed_; }
-  bool random() const { return jitter_ > 0 || (straggler_prob_ > 0 && straggler_slowdown_ != 1.0); }
+  bool random() const {
+    return jitter_ > 0 || (straggler_prob_ > 0 && (straggler_slowdown_ != 1.0 || pareto_alpha_ > 0));
+  }
 
   // every duration and the latency multiplied by `factor` (the noise draws are unchanged)
   CostModel scaled(double factor) const;
@@ -59,12 +67,13 @@ class CostModel {
         : rng_(m.seed_, Stream::StageTime, static_cast<uint64_t>(device)),
           sigma_(m.jitter_),
           prob_(m.straggler_prob_),
-          slowdown_(m.straggler_slowdown_) {}
+          slowdown_(m.straggler_slowdown_),
+          alpha_(m.pareto_alpha_) {}
     double next();
 
    private:
     Rng rng_;
-    double sigma_, prob_, slowdown_;
+    double sigma_, prob_, slowdown_, alpha_;
   };
 
  private:
@@ -74,6 +83,7 @@ class CostModel {
   double jitter_ = 0.0;
   double straggler_prob_ = 0.0;
   double straggler_slowdown_ = 1.0;
+  double pareto_alpha_ = 0.0;  // 0: stragglers take the fixed slowdown
   uint64_t seed_ = 0;
 };
 

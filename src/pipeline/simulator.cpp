@@ -7,6 +7,7 @@
 #include "src/pipeline/simulator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <sstream>
@@ -92,25 +93,37 @@ struct Stash {
   }
 };
 
+}  // namespace
+
 class Simulation {
  public:
   Simulation(const Schedule& s, const CostModel& c, const SimOptions& o) : s_(s), costs_(c), opt_(o) {}
-  SimResult run();
+  void start();
+  // the device whose op starts next in the serial order, −1 when no op can start
+  int next_device() const { return key_[tree_[1]] < std::numeric_limits<double>::infinity() ? tree_[1] : -1; }
+  int64_t op_of(int d) const { return pc_[d]; }
+  double start_of(int d) const { return head_start_[d]; }
+  // the cost model's duration of device d's next op; draws its noise, so once per op
+  double nominal_duration(int d);
+  // runs device d's next op, which takes `duration`; true when it was a block update
+  bool execute(int d, double duration);
+  SimResult finish();
+  const SimResult& partial() const { return r_; }
+  int64_t executed() const { return executed_; }
 
  private:
   enum State : uint8_t { Blocked, Queued, Done };
-  void advance_head(int d);  // draws the next op's duration
+  void advance_head(int d);
   void try_start(int d);
   // tournament tree: leaves are devices (key +inf when blocked or done), node i holds the
   // device with the smallest (key, device) below it
   void tree_set(int d, double key);
-  void execute(int d);
   void update_block(const Op& op, double start, double end);
   void adjust_versions(int block, int before);
 
   const Schedule& s_;
-  const CostModel& costs_;
-  const SimOptions& opt_;
+  const CostModel costs_;  // copies: a Simulator may outlive its arguments
+  const SimOptions opt_;
   SimResult r_;
 
   int S_ = 0, NB_ = 0;
@@ -119,7 +132,7 @@ class Simulation {
   std::vector<double> durF_, durB_, durW_;
   std::vector<CostModel::Noise> noise_;
   std::vector<int64_t> pc_, pc_end_;
-  std::vector<double> free_, head_start_, head_dur_;
+  std::vector<double> free_, head_start_;
   std::vector<State> state_;
   std::vector<double> endF_, endB_;  // [mb · blocks + b], −1 until the op ran
   int leaves_ = 1;
@@ -143,6 +156,7 @@ class Simulation {
   void add_update_stats(DelayStats& st, ReadAggregate& agg, int b, int64_t k, int32_t oldest);
   void finish_read_stats(DelayStats& st, const ReadAggregate& agg);
   bool keep_backward_ = false;
+  int64_t executed_ = 0;
 };
 
 void Simulation::tree_set(int d, double key) {
@@ -160,16 +174,15 @@ void Simulation::tree_set(int d, double key) {
   }
 }
 
-void Simulation::advance_head(int d) {
-  if (pc_[d] == pc_end_[d]) {
-    state_[d] = Done;
-    return;
-  }
+void Simulation::advance_head(int d) { state_[d] = pc_[d] == pc_end_[d] ? Done : Blocked; }
+
+double Simulation::nominal_duration(int d) {
+  // the noise is drawn per op in the device's program order (cost_model.hpp), whenever the
+  // caller asks: the same draws as when simulate() took them ahead of the op's start
   const Op& op = s_.ops[pc_[d]];
   double t = op.kind == OpKind::Forward ? durF_[d] : op.kind == OpKind::Backward ? durB_[d] : durW_[d];
   if (!noise_.empty()) t *= noise_[d].next();
-  head_dur_[d] = t;
-  state_[d] = Blocked;
+  return t;
 }
 
 void Simulation::try_start(int d) {
@@ -272,17 +285,17 @@ void Simulation::finish_read_stats(DelayStats& st, const ReadAggregate& agg) {
   }
 }
 
-void Simulation::execute(int d) {
+bool Simulation::execute(int d, double duration) {
   const int64_t i = pc_[d];
   const Op& op = s_.ops[i];
   const double start = head_start_[d];
-  const double end = start + head_dur_[d];
+  const double end = start + duration;
   if (opt_.timeline) {
     r_.start[i] = start;
     r_.end[i] = end;
   }
   free_[d] = end;
-  r_.busy[d] += head_dur_[d];
+  r_.busy[d] += duration;
   r_.makespan = std::max(r_.makespan, end);
 
   const int b = op.block;
@@ -326,10 +339,11 @@ void Simulation::execute(int d) {
     case OpKind::Weight:
       break;
   }
+  const bool updated = releases && op.updates();
   if (releases) {
     --inflight_[d];
     oldest_[b] = std::min<int32_t>(oldest_[b], static_cast<int32_t>(mb));
-    if (op.updates()) update_block(op, start, end);
+    if (updated) update_block(op, start, end);
   }
   if (op.averages())
     for (int rr = 0; rr < s_.replicas; ++rr) ++version_[static_cast<size_t>(rr) * NB_ + b];
@@ -343,9 +357,11 @@ void Simulation::execute(int d) {
   if (op.kind == OpKind::Forward && b + 1 < NB_) other = s_.device_of(b + 1);
   if (op.kind == OpKind::Backward && b > 0) other = s_.device_of(b - 1);
   if (other >= 0 && other != d && state_[other] == Blocked) try_start(other);
+  ++executed_;
+  return updated;
 }
 
-SimResult Simulation::run() {
+void Simulation::start() {
   S_ = s_.stages;
   NB_ = s_.blocks();
   M_ = s_.microbatches;
@@ -417,7 +433,6 @@ SimResult Simulation::run() {
   pc_end_.assign(s_.offsets.begin() + 1, s_.offsets.end());
   free_.assign(S_, 0.0);
   head_start_.assign(S_, 0.0);
-  head_dur_.assign(S_, 0.0);
   state_.assign(S_, Blocked);
   leaves_ = 2;
   while (leaves_ < S_) leaves_ *= 2;
@@ -430,14 +445,12 @@ SimResult Simulation::run() {
     advance_head(d);
     if (state_[d] == Blocked) try_start(d);
   }
-  int64_t executed = 0;
-  while (key_[tree_[1]] < inf) {
-    execute(tree_[1]);
-    ++executed;
-  }
-  if (executed != s_.size()) {
+}
+
+SimResult Simulation::finish() {
+  if (executed_ != s_.size()) {
     std::ostringstream os;
-    os << "schedule " << s_.name << " deadlocked after " << executed << " of " << s_.size() << " ops; waiting:";
+    os << "schedule " << s_.name << " deadlocked after " << executed_ << " of " << s_.size() << " ops; waiting:";
     for (int d = 0; d < S_; ++d)
       if (state_[d] != Done) {
         const Op& op = s_.ops[pc_[d]];
@@ -468,10 +481,33 @@ SimResult Simulation::run() {
   return std::move(r_);
 }
 
-}  // namespace
+Simulator::Simulator(const Schedule& schedule, const CostModel& costs, const SimOptions& options)
+    : impl_(std::make_unique<Simulation>(schedule, costs, options)) {
+  impl_->start();
+}
+Simulator::~Simulator() = default;
+int64_t Simulator::next() {
+  device_ = impl_->next_device();
+  return device_ < 0 ? -1 : impl_->op_of(device_);
+}
+double Simulator::next_start() const { return impl_->start_of(device_); }
+double Simulator::nominal_duration() { return impl_->nominal_duration(device_); }
+const Update* Simulator::finish(double duration) {
+  STALE_CHECK(device_ >= 0, "Simulator::finish without an op from next()");
+  STALE_CHECK(duration >= 0 && std::isfinite(duration), "an op's duration must be finite and >= 0");
+  const int d = device_;
+  device_ = -1;
+  const bool updated = impl_->execute(d, duration);
+  const SimResult& r = impl_->partial();
+  return updated && !r.updates.empty() ? &r.updates.back() : nullptr;
+}
+const SimResult& Simulator::partial() const { return impl_->partial(); }
+SimResult Simulator::result() { return impl_->finish(); }
 
 SimResult simulate(const Schedule& schedule, const CostModel& costs, const SimOptions& options) {
-  return Simulation(schedule, costs, options).run();
+  Simulator sim(schedule, costs, options);
+  while (sim.next() >= 0) sim.finish(sim.nominal_duration());
+  return sim.result();
 }
 
 }  // namespace stale

@@ -35,6 +35,7 @@
 // is < M − margin (margin 2 · blocks by default). The papers' delay facts are steady-state
 // facts: in PipeDream's warm-up a few updates see more (S = 8: 72 at micro-batch 7, 60 after).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "src/pipeline/cost_model.hpp"
@@ -128,5 +129,42 @@ struct SimResult {
 // Throws UserError when the cost model does not fit the schedule, InternalError on deadlock
 // (a schedule whose programs wait on each other; never for a registered schedule).
 SimResult simulate(const Schedule& schedule, const CostModel& costs = {}, const SimOptions& options = {});
+
+// The event loop of simulate(), one op at a time, for a caller that decides an op's duration
+// only once the op has started (the coupled timeline, coupled_timeline.hpp: durations that
+// depend on the run's state). An op's start never depends on its own duration, and every
+// op taken later starts no earlier (the serial order above), so deciding the duration
+// between next() and finish() changes nothing about the rules. simulate() is exactly
+//
+//   Simulator sim(schedule, costs, options);
+//   while (sim.next() >= 0) sim.finish(sim.nominal_duration());
+//   SimResult r = sim.result();
+class Simulation;
+class Simulator {
+ public:
+  Simulator(const Schedule& schedule, const CostModel& costs, const SimOptions& options);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  // index into schedule.ops of the op that starts next in the serial order; −1 when no op
+  // can start (all done, or a deadlock that result() reports)
+  int64_t next();
+  double next_start() const;
+  // the cost model's duration of that op (t_F, t_B, t_W with the noise); draws the op's
+  // noise, so call it at most once per op, as simulate() does
+  double nominal_duration();
+  // runs that op with `duration` (finite, >= 0); returns the block update it performed
+  // (valid until the next finish), or null
+  const Update* finish(double duration);
+  // the result so far: read tables of the ops run (delay_row of a returned update works)
+  const SimResult& partial() const;
+  // after next() returned −1: the whole result; InternalError on deadlock
+  SimResult result();
+
+ private:
+  std::unique_ptr<Simulation> impl_;
+  int device_ = -1;
+};
 
 }  // namespace stale

@@ -19,18 +19,34 @@ const std::set<std::string> kAlwaysRead = {
     "method.optimizer", "method.lr_schedule", "method.warmup", "delay.name",
 };
 
-void add_schedule_keys(const std::string& schedule, std::set<std::string>& read) {
+// the [costs] keys that shape a run's clock; `executes` = the method runs the schedule's ops
+// itself (only then can durations follow the run's state: costs.coupling)
+void add_cost_keys(const Config& cfg, bool executes, std::set<std::string>& read) {
+  static const std::set<std::string> kConditional = {"costs.coupling", "costs.coupling_scale", "costs.pareto_alpha",
+                                                     "costs.straggler_slowdown"};
+  for (const auto& spec : config_schema())
+    if (spec.key.rfind("costs.", 0) == 0 && !kConditional.count(spec.key)) read.insert(spec.key);
+  const bool straggles = cfg.get_float("costs.straggler_prob") > 0;
+  if (straggles) read.insert(cfg.get_float("costs.pareto_alpha") > 0 ? "costs.pareto_alpha" : "costs.straggler_slowdown");
+  // a slowdown at prob 0 was always accepted; only the Pareto tail replaces it
+  if (!straggles) read.insert("costs.straggler_slowdown");
+  if (executes) {
+    read.insert("costs.coupling");
+    if (cfg.get_string("costs.coupling") != "none") read.insert("costs.coupling_scale");
+  }
+}
+
+void add_schedule_keys(const Config& cfg, const std::string& schedule, bool executes, std::set<std::string>& read) {
   const ScheduleInfo& s = schedule_info(schedule);
   read.insert({"method.microbatches", "method.time_budget"});
   if (s.accumulates) read.insert("method.accumulation");
   if (s.replicated) read.insert({"method.replicas", "method.local_steps"});
   if (s.chunked) read.insert("method.chunks");
-  for (const auto& spec : config_schema())
-    if (spec.key.rfind("costs.", 0) == 0) read.insert(spec.key);
+  add_cost_keys(cfg, executes, read);
 }
 
 // what reads `key`, for the message: "delay.name = constant, uniform, geometric"
-std::string readers_of(const std::string& key) {
+std::string readers_of(const Config& cfg, const std::string& key) {
   std::string out;
   auto add = [&](const std::string& what) { out += (out.empty() ? "" : ", ") + what; };
   if (key.rfind("delay.", 0) == 0) {
@@ -51,6 +67,14 @@ std::string readers_of(const std::string& key) {
     add("method.optimizer = adamw");
   } else if (key == "method.lr_min") {
     add("method.lr_schedule = cosine");
+  } else if (key == "costs.coupling") {
+    add("the schedule-driven methods (rpd replays a schedule simulated before the run)");
+  } else if (key == "costs.coupling_scale") {
+    add("costs.coupling = data, gradient, weight");
+  } else if (key == "costs.pareto_alpha") {
+    add("costs.straggler_prob > 0");
+  } else if (key == "costs.straggler_slowdown" && cfg.get_float("costs.pareto_alpha") > 0) {
+    add("costs.pareto_alpha = 0 (a Pareto tail replaces the fixed slowdown)");
   } else if (key.rfind("costs.", 0) == 0 || key == "method.microbatches") {
     add("the schedule-driven methods and rpd over a schedule");
   } else {
@@ -58,7 +82,7 @@ std::string readers_of(const std::string& key) {
       bool reads = std::find(e.keys.begin(), e.keys.end(), key) != e.keys.end();
       if (e.kind == MethodKind::ScheduleDriven) {
         std::set<std::string> r;
-        add_schedule_keys(e.schedule, r);
+        add_schedule_keys(cfg, e.schedule, true, r);
         reads |= r.count(key) > 0;
       }
       if (reads) add(e.name);
@@ -87,7 +111,7 @@ std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) 
   const MethodEntry& m = method_entry(cfg.get_string("method.name"));
   read.insert(m.keys.begin(), m.keys.end());
   chosen += ", method.name = " + m.name;
-  if (m.kind == MethodKind::ScheduleDriven) add_schedule_keys(m.schedule, read);
+  if (m.kind == MethodKind::ScheduleDriven) add_schedule_keys(cfg, m.schedule, true, read);
   if (m.kind == MethodKind::DelayDriven) {
     const DelayEntry& d = delay_entry(cfg.get_string("delay.name"));
     read.insert(d.keys.begin(), d.keys.end());
@@ -95,7 +119,7 @@ std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) 
     // rpd over a schedule: its delays, or its clock under a time budget
     if (d.name == "schedule" || cfg.get_float("method.time_budget") > 0) {
       read.insert("delay.schedule");
-      add_schedule_keys(cfg.get_string("delay.schedule"), read);
+      add_schedule_keys(cfg, cfg.get_string("delay.schedule"), false, read);
     }
   }
   // the update rule and the step-size schedule
@@ -108,7 +132,7 @@ std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) 
   for (const auto& spec : config_schema()) {
     if (spec.key.rfind("log.", 0) == 0 || read.count(spec.key) || !cfg.is_set(spec.key)) continue;
     if (cfg.value_text(spec.key) == value_to_string(spec.fallback)) continue;  // at its default: changes nothing
-    out.emplace_back(spec.key, "is set but not read by this run (" + chosen + "); it applies to " + readers_of(spec.key));
+    out.emplace_back(spec.key, "is set but not read by this run (" + chosen + "); it applies to " + readers_of(cfg, spec.key));
   }
   return out;
 }

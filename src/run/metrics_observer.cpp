@@ -34,6 +34,8 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
   if (!prepared_) track(e, delta);
   prepared_ = false;
   if (log_ && e.delays) log_->append_delays(*e.delays);
+  if (e.delays)
+    for (int64_t d : *e.delays) delta_seen_ = std::max(delta_seen_, d);
   const bool on_cadence = k_ / opt_.every != (k_ - steps) / opt_.every || k_ == opt_.updates;
   current_fresh_ = false;
   if (opt_.exact_mean || on_cadence) {
@@ -98,7 +100,7 @@ MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
   r.G = G_;
   r.batch_loss = e.batch_loss;
   if (k_ > 0) {
-    const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(opt_.delta);
+    const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(std::max(opt_.delta, delta_seen_));
     r.bound_opt = 2.0 * S * delta0_ / (g * K);
     r.bound_stoch = g * S * L_ * G_ * G_;
     r.bound_stale = g * g * L_ * L_ * d * d * G_ * G_;

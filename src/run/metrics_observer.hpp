@@ -69,6 +69,7 @@ class MetricsObserver final : public RunObserver {
   double start_value_ = 0;
   double delta0_ = 0, G_ = 0, grad_sq_sum_ = 0, current_gns_ = 0, current_loss_ = 0;
   int64_t k_ = 0, last_logged_ = -1, logged_rows_ = 0, iterate_stride_ = 1;
+  int64_t delta_seen_ = 0;  // largest delay of the updates so far: δ when the plan has none (coupled timelines)
   bool diverged_ = false;
   std::string reason_;
   void check_divergence(double grad_norm);

@@ -108,7 +108,8 @@ class RunSession {
       t.mu = c.mu;
       t.f_star = c.f_star;
       t.f_star_method = c.f_star_method;
-      t.delta = static_cast<double>(plan_.delay_bound);
+      // δ planned, or measured along the run when a coupled timeline made the delays
+      t.delta = static_cast<double>(std::max(plan_.delay_bound, report.delay_moments.max_overall()));
       t.delay_model = plan_.delay_name;
       t.delay_mean = plan_.delay_mean;
       t.updates_planned = plan_.updates;
@@ -125,7 +126,10 @@ class RunSession {
       t.stages = f_->stages();
       t.updates = obs_->updates_done();
       log_->write_theory(t);
-      if (plan_.executes_schedule) log_->write_schedule(*plan_.schedule, *plan_.simulation, report.measured_crossed);
+      if (plan_.executes_schedule)
+        log_->write_schedule(*plan_.schedule, report.simulation ? *report.simulation : *plan_.simulation,
+                             report.measured_crossed);
+      if (!report.delay_moments.empty()) log_->write_delay_moments(report.delay_moments);
 
       res_.status = obs_->diverged() ? "diverged" : "ok";
       res_.last = obs_->last();
@@ -228,13 +232,24 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
                         plan.delay_bound == first.delay_bound && plan.schedule == first.schedule,
                     "the columns of an ensemble share method and plan");
       }
-      if (!method->runs_ensembles()) throw UserError("method.name = \"" + method->name() + "\" does not run as an ensemble");
       ready.push_back({i, std::move(method), std::move(plan)});
     } catch (const UserError& e) {
       out[i].error = e.what();
     }
   }
   if (ready.empty()) return out;
+  if (!ready.front().method->runs_ensembles()) {
+    // a method without a lockstep loop (or a coupled timeline, which follows each run's own
+    // state): the columns run one after another, on the shared objective
+    for (const auto& r : ready) {
+      try {
+        out[r.index].result = run_experiment(columns[r.index].config, columns[r.index].path, false, f, overwrite);
+      } catch (const UserError& e) {
+        out[r.index].error = e.what();
+      }
+    }
+    return out;
+  }
   const Method& lead = *ready.front().method;
   const RunPlan& plan = ready.front().plan;
   std::vector<std::unique_ptr<RunSession>> sessions;

@@ -107,7 +107,8 @@ bool batches_columns(const Config& cfg) {
   if (objective != "quadratic" && objective != "logistic") return false;
   if (resolve_backend(cfg.get_string("backend")) != BackendKind::Cpu) return false;
   const MethodKind kind = method_entry(cfg.get_string("method.name")).kind;
-  return kind != MethodKind::Fresh;
+  // a coupled timeline follows each run's own state: no two runs share it
+  return kind != MethodKind::Fresh && cfg.get_string("costs.coupling") == "none";
 }
 
 // the config without method.lr: runs with equal keys may run as one ensemble
