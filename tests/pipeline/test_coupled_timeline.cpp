@@ -199,3 +199,35 @@ TEST_CASE("Pareto stragglers: factors >= 1 with the tail P(factor > x) = p x^-al
   CHECK(CostModel::parse({"pareto_alpha=1.5"}).describe().find("pareto_alpha=1.5") != std::string::npos);
   CHECK(CostModel{}.describe().find("pareto") == std::string::npos);
 }
+
+// docs/theory.md §9 (ours): stage 0 holds at most S micro-batches and the device programs are
+// fixed, so F(0, mb + S) follows B(0, mb) and every update of micro-batch mb − S precedes
+// F(0, mb); the updates between a read F(j, mb) and the update B(a, mb) belong to micro-batches
+// mb − S + 1 … mb + S − 1, at most S each. Hence d ≤ (2S − 1)·S under any op durations.
+TEST_CASE("PipeDream's and PACI's delays stay below (2S - 1) S under any op durations") {
+  for (const std::string name : {"pipedream", "paci"}) {
+    for (int S : {2, 3, 4, 8}) {
+      for (int seed = 0; seed < 4; ++seed) {
+        CAPTURE(name);
+        CAPTURE(S);
+        CAPTURE(seed);
+        ScheduleParams p;
+        p.stages = S;
+        p.microbatches = 12 * S;
+        const Schedule s = make_schedule(name, p);
+        // wild costs: lognormal σ = 1.5 on every op, and half the ops slowed by a Pareto(0.7)
+        // factor (infinite mean); uneven nominal stages on top
+        std::string fwd = "forward=", bwd = "backward=";
+        for (int d = 0; d < S; ++d) {
+          fwd += (d ? "," : "") + std::to_string(1 + (d * 7 + seed) % 5);
+          bwd += (d ? "," : "") + std::to_string(1 + (d * 3 + 2 * seed) % 4);
+        }
+        const CostModel costs = CostModel::parse(
+            {fwd, bwd, "jitter=1.5", "straggler_prob=0.5", "pareto_alpha=0.7", "seed=" + std::to_string(seed)});
+        const SimResult sim = simulate(s, costs);
+        CHECK(sim.delays.max_overall() <= int64_t{2 * S - 1} * S);
+        CHECK(sim.delays.max_overall() >= 0);
+      }
+    }
+  }
+}
