@@ -45,6 +45,13 @@ double max_difference(const fs::path& a, const fs::path& b) {
   }
   hsize_t ra = 0, ca = 0, rb = 0, cb = 0;
   compare(h5::read_matrix_double(fa.id(), "iterates", ra, ca), h5::read_matrix_double(fb.id(), "iterates", rb, cb));
+  // what the run measured beside its metrics: delay table and moments, the schedule's crossings
+  for (const char* n : {"delays", "delay_moments/mean", "delay_moments/second", "delay_moments/max",
+                        "delay_moments/count", "schedule/max_crossed_measured"}) {
+    const bool in_a = h5::exists(fa.id(), n), in_b = h5::exists(fb.id(), n);
+    if (in_a != in_b) return INFINITY;
+    if (in_a) compare(h5::read_vector_double(fa.id(), n), h5::read_vector_double(fb.id(), n));
+  }
   return worst;
 }
 
