@@ -18,6 +18,7 @@
 #include <string>
 
 #include "src/core/partition.hpp"
+#include "src/core/state_bag.hpp"
 #include "src/core/types.hpp"
 
 namespace stale {
@@ -46,6 +47,11 @@ class IterateTracker {
   virtual void reset(const Vec& w) = 0;
   virtual double value() = 0;
   virtual const Vec& gradient() = 0;
+  // checkpoints (src/run/checkpoint.hpp): the incremental state, so that a resumed run's
+  // metrics equal the uninterrupted run's bit for bit. The default keeps nothing: a restored
+  // tracker is then the one make_tracker built at the checkpoint's iterate.
+  virtual void save(StateBag&) const {}
+  virtual void restore(const StateBag&) {}
 };
 
 class Objective {

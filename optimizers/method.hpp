@@ -15,6 +15,7 @@
 namespace stale {
 
 class Config;
+class StateBag;
 struct Schedule;
 struct SimResult;
 
@@ -59,8 +60,16 @@ class RunObserver {
   // `delta` is the change of block e.stage (size d_s), or of all of w when e.stage = −1;
   // `w` is the iterate after the update
   virtual void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) = 0;
-  // a diverged run (NaN/inf) stops early and is recorded as such
+  // a diverged run (NaN/inf) stops early and is recorded as such; so does an interrupted one
   virtual bool should_stop() const = 0;
+
+  // ---- checkpoint and resume (src/run/checkpoint.hpp). A method that can resume calls
+  // checkpoint_due() at each update boundary, after on_update, and when it says so hands its
+  // whole loop state to checkpoint(). resume_state() is the state a resumed run continues
+  // from (null: start afresh with on_start); a resumed method restores it and skips on_start.
+  virtual bool checkpoint_due() const { return false; }
+  virtual void checkpoint(const StateBag& /*method_state*/) {}
+  virtual const StateBag* resume_state() const { return nullptr; }
 };
 
 class Method {

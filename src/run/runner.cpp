@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "src/core/error.hpp"
 #include "src/core/sha256.hpp"
 #include "src/run/config_rules.hpp"
+#include "src/run/interrupt.hpp"
 #include "src/run/metrics_observer.hpp"
 #include "src/run/resource_estimate.hpp"
 
@@ -28,6 +30,13 @@ std::string run_summary_line(const RunResult& r) {
   return out;
 }
 
+std::string partial_target(const std::string& partial_path) {
+  const std::string suffix = ".partial";
+  if (partial_path.size() > suffix.size() && partial_path.compare(partial_path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return partial_path.substr(0, partial_path.size() - suffix.size());
+  return partial_path;
+}
+
 std::string default_run_path(const Config& cfg) {
   if (!cfg.get_string("log.out").empty()) return cfg.get_string("log.out");
   const std::string stem = cfg.origin().empty() ? "run" : std::filesystem::path(cfg.origin()).stem().string();
@@ -36,9 +45,30 @@ std::string default_run_path(const Config& cfg) {
 
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective, bool overwrite) {
+  RunOptions o;
+  o.progress = progress;
+  o.objective = std::move(objective);
+  o.overwrite = overwrite;
+  return run_experiment(cfg, out_path, o);
+}
+
+RunResult run_experiment(const Config& given_cfg, const std::string& out_path, const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  check_unread_keys(cfg);  // nothing the user set is silently ignored
-  const std::string path = out_path.empty() ? default_run_path(cfg) : out_path;
+  const bool resuming = !options.resume_from.empty();
+  const bool progress = options.progress;
+  const bool overwrite = options.overwrite;
+  std::shared_ptr<const Objective> objective = options.objective;
+  // a resumed run is the .partial's: its config (checked when it started) and its path
+  PartialRun partial;
+  Config resumed_cfg;
+  if (resuming) {
+    partial = read_partial_run(options.resume_from);
+    resumed_cfg = Config::from_string(partial.config, options.resume_from);
+  }
+  const Config& cfg = resuming ? resumed_cfg : given_cfg;
+  if (!resuming) check_unread_keys(cfg);  // nothing the user set is silently ignored
+  const std::string path = resuming ? partial_target(options.resume_from)
+                                    : (out_path.empty() ? default_run_path(cfg) : out_path);
   check_resources(cfg, path);  // memory and disk, before anything is allocated or created
   const BackendKind backend = resolve_backend(cfg.get_string("backend"));
   std::shared_ptr<const Objective> f = objective ? std::move(objective) : make_objective(cfg, backend);
@@ -51,7 +81,8 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
   RunResult res;
   res.path = path;
   if (!overwrite && std::filesystem::exists(res.path))
-    throw UserError(res.path + ": a finished run file is already there; use --force to replace it, or another --out");
+    throw UserError(res.path + (resuming ? ": the run already finished; nothing to resume"
+                                         : ": a finished run file is already there; use --force to replace it, or another --out"));
   const auto& constants = f->constants();
   if (progress && std::isfinite(constants.L) && cfg.get_float("method.lr") > 1.0 / constants.L)
     std::fprintf(stderr,
@@ -59,7 +90,11 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
                  cfg.get_float("method.lr"), 1.0 / constants.L);
   // K·S as a quotient, so that an absurd K cannot overflow the product
   const bool keep_table = cfg.get_bool("log.delays") && K <= RunLog::kMaxDelayEntries / f->stages();
-  RunLog log(res.path, f->dim(), f->stages(), keep_table);
+  // the data's checksum before the run file exists: the header is written in one short step
+  std::string data_sha;
+  uint64_t data_bytes = 0;
+  if (!f->data_file().empty()) data_sha = sha256_file(f->data_file(), &data_bytes);
+  RunLog log(res.path, f->dim(), f->stages(), keep_table, cfg.get_float("log.flush_seconds"));
   try {
     std::string device = "cpu";
     if (backend == BackendKind::Cuda) {
@@ -72,11 +107,9 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     const auto& c = f->constants();
     const std::string desc = f->description().empty() ? cfg.get_string("objective.generator") : f->description();
     log.write_objective(f->name(), f->num_samples(), f->dim(), sizes, c.L, c.mu, c.f_star, f->num_batches(), desc);
-    if (!f->data_file().empty()) {
-      uint64_t bytes = 0;
-      const std::string sha = sha256_file(f->data_file(), &bytes);
-      log.write_data_record(f->data_file(), static_cast<int64_t>(bytes), sha);
-    }
+    if (!f->data_file().empty()) log.write_data_record(f->data_file(), static_cast<int64_t>(data_bytes), data_sha);
+    if (resuming) log.adopt(partial);
+    log.start_streaming();  // the header is complete: the file becomes RUN.h5.partial, in SWMR mode
 
     MetricsOptions opt;
     opt.every = every;
@@ -87,6 +120,7 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
     opt.lr = cfg.get_float("method.lr");
     opt.delta = plan.delay_bound;
     opt.updates = K;
+    opt.stop_after = options.stop_after;
 
     const bool tty = isatty(STDERR_FILENO);
     auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -107,11 +141,29 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
       std::fflush(stderr);
     };
     MetricsObserver obs(*f, &log, opt, progress_fn);
+    if (resuming && partial.has_checkpoint) obs.restore(partial.state);
     // w_0 = 0 for the linear models (the authors' code); the transformer draws GPT-2's init
     Vec w = f->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
     const RunReport report = method->run(*f, plan, w, obs);
-    obs.finish(w);
     if (progress && tty) std::fprintf(stderr, "\n");
+    if (obs.interrupted()) {
+      // the method wrote its checkpoint at the update it stopped after; the .partial stays
+      res.status = "interrupted";
+      res.last = obs.last();
+      res.grad_norm_sq_mean = obs.grad_norm_sq_mean();
+      res.G = obs.G();
+      res.updates = obs.updates_done();
+      res.final_w = w;
+      res.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const int sig = stop_signal();
+      res.message = "stopped by " + std::string(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "request") +
+                    " at k = " + std::to_string(res.updates) + "; continue with: stale run --resume " +
+                    res.path + ".partial";
+      res.path += ".partial";
+      log.interrupt(res.wall_seconds, res.message);
+      return res;
+    }
+    obs.finish(w);
 
     TheoryConstants t;
     t.L = c.L;

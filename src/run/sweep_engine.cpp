@@ -20,6 +20,8 @@
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
+#include "src/run/checkpoint.hpp"
+#include "src/run/interrupt.hpp"
 #include "src/run/process_pool.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/sweep.hpp"
@@ -174,14 +176,17 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
       std::atomic<size_t> next{0};
       auto worker = [&] {
         SerialScope serial;  // one run per core: no nested parallel loops
-        for (size_t i = next++; i < todo.size(); i = next++) {
+        for (size_t i = next++; i < todo.size() && !stop_requested(); i = next++) {  // SIGINT/SIGTERM: no new run
           const SweepRun& r = *todo[i];
           const fs::path log = dir / "logs" / (r.hash + ".log");
           bool ok = false;
           std::string text;
           try {
             const auto f = cache.get(r.config, keys[i]);
-            const RunResult res = run_experiment(r.config, (dir / "runs" / (r.hash + ".h5")).string(), false, f);
+            RunOptions ro;
+            ro.objective = f;
+            // a run killed or interrupted earlier continues from its checkpoint (checkpoint.hpp)
+            const RunResult res = run_or_resume(r.config, (dir / "runs" / (r.hash + ".h5")).string(), ro);
             text = run_summary_line(res) + "\n";
             ok = true;
           } catch (const UserError& e) {
