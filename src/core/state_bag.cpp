@@ -16,8 +16,10 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 void put_raw(std::vector<uint8_t>& out, const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  out.insert(out.end(), b, b + n);
+  if (n == 0) return;  // an empty entry: p may be null
+  const size_t at = out.size();
+  out.resize(at + n);
+  std::memcpy(out.data() + at, p, n);
 }
 void put_i64(std::vector<uint8_t>& out, int64_t v) { put_raw(out, &v, sizeof v); }
 }  // namespace
@@ -127,6 +129,7 @@ StateBag StateBag::deserialize(const uint8_t* data, size_t n, const std::string&
   if (fnv1a(p, static_cast<size_t>(len)) != h) throw bad("checksum mismatch");
   const uint8_t* end = p + len;
   auto take = [&](void* dst, size_t k) {
+    if (k == 0) return;  // an empty entry: dst may be null
     if (static_cast<size_t>(end - p) < k) throw bad("truncated");
     std::memcpy(dst, p, k);
     p += k;

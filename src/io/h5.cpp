@@ -214,6 +214,10 @@ void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& 
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_INT64, value.data()), "write attribute " + name);
 }
+void delete_attr(hid_t obj, const std::string& name) {
+  const Lock lock;
+  if (H5Aexists(obj, name.c_str()) > 0) ok(H5Adelete(obj, name.c_str()), "delete attribute " + name);
+}
 std::string read_attr_string(hid_t obj, const std::string& name) {
   const Lock lock;
   Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);

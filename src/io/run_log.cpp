@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <unistd.h>
 
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
@@ -45,7 +46,7 @@ struct RunLog::Impl {
   int last_slot = 1;
   // phases: the header (ordinary mode, under .partial.new), streaming (SWMR), closing
   enum class Phase { Header, Streaming, Closing } phase = Phase::Header;
-  std::string partial, fresh;  // path.partial, path.partial.new
+  std::string partial, fresh, closing;  // path.partial, path.partial.new, path.partial.closing
   double flush_seconds = 5.0;
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
   bool done = false;
@@ -96,6 +97,7 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
   auto& I = *impl_;
   I.partial = path + ".partial";
   I.fresh = path + ".partial.new";
+  I.closing = path + ".partial.closing";
   I.flush_seconds = flush_seconds;
   I.file = h5::create_file_swmr_capable(I.fresh);
   I.dim = dim;
@@ -124,6 +126,11 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
   I.delay_sum.assign(stages, 0.0);
   h5::write_attr(I.file.id(), "started", now_iso());
   h5::write_attr(I.file.id(), "status", std::string("running"));
+  // who writes it: `stale run --resume` refuses a .partial that a live process still writes
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  h5::write_attr(I.file.id(), "writer_pid", static_cast<int64_t>(getpid()));
+  h5::write_attr(I.file.id(), "writer_host", std::string(host));
 }
 
 void RunLog::start_streaming() {
@@ -218,13 +225,20 @@ void RunLog::append_delays(const std::vector<int64_t>& d) {
   if (I.delay_buf.size() >= static_cast<size_t>(I.stages) * 4096) flush();
 }
 
-// the run is over: leave SWMR mode (objects and attributes can be created again)
+// The run is over: leave SWMR mode (objects and attributes can be created again). A file
+// opened for writing outside SWMR mode cannot be opened by anyone until it is closed, so the
+// last writes go to a copy (path.partial.closing) that replaces the .partial or becomes the
+// finished file by a rename: a kill at any moment leaves the .partial readable.
 void RunLog::end_streaming() {
   auto& I = *impl_;
   if (I.phase == Impl::Phase::Closing) return;
   start_streaming();  // a run that never appended still becomes path.partial
   flush();
-  I.reopen(I.partial, false);
+  I.close();
+  std::error_code ec;
+  std::filesystem::copy_file(I.partial, I.closing, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) throw UserError(I.closing + ": cannot copy the run file to finish it (" + ec.message() + ")");
+  I.reopen(I.closing, false);
   I.phase = Impl::Phase::Closing;
 }
 
@@ -383,6 +397,9 @@ void RunLog::interrupt(double wall_seconds, const std::string& message) {
   h5::write_attr(f, "message", message);
   h5::write_attr(f, "wall_seconds", wall_seconds);
   I.close();
+  std::error_code ec;
+  std::filesystem::rename(I.closing, I.partial, ec);
+  if (ec) throw UserError(I.partial + ": cannot rename the interrupted run file (" + ec.message() + ")");
   I.done = true;
 }
 
@@ -412,10 +429,13 @@ void RunLog::finish(const std::string& status, double wall_seconds, const std::s
   h5::write_attr(f, "message", message);
   h5::write_attr(f, "wall_seconds", wall_seconds);
   h5::write_attr(f, "ended", now_iso());
+  h5::delete_attr(f, "writer_pid");  // about the .partial's writer only
+  h5::delete_attr(f, "writer_host");
   I.close();
   std::error_code ec;
-  std::filesystem::rename(I.partial, path_, ec);
+  std::filesystem::rename(I.closing, path_, ec);
   if (ec) throw UserError(path_ + ": cannot rename the finished run file (" + ec.message() + ")");
+  std::filesystem::remove(I.partial, ec);
   I.done = true;
 }
 
@@ -425,6 +445,7 @@ void RunLog::abort() {
   std::error_code ec;
   std::filesystem::remove(I.partial, ec);
   std::filesystem::remove(I.fresh, ec);
+  std::filesystem::remove(I.closing, ec);
   I.done = true;
 }
 
@@ -438,6 +459,8 @@ PartialRun read_partial_run(const std::string& partial_path) {
     p.config = h5::read_attr_string(f.id(), "config");
     p.status = h5::read_attr_string(f.id(), "status");
     p.started = h5::read_attr_string(f.id(), "started");
+    p.writer_pid = h5::read_attr_int(f.id(), "writer_pid");
+    p.writer_host = h5::read_attr_string(f.id(), "writer_host");
   } catch (const UserError&) {
     throw UserError(partial_path + ": the run file's header is incomplete; rerun the run instead");
   }

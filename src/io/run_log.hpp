@@ -12,7 +12,9 @@
 // flush may carry a checkpoint (write_checkpoint): the state bag goes to the spare of two
 // slots and /checkpoint/index, written last, names it, so a kill at any instant leaves the
 // previous checkpoint or the new one intact. The run leaves SWMR mode to write /theory,
-// /schedule and the final status; interrupt() leaves the .partial with status "interrupted".
+// /schedule and the final status, on a copy (NAME.h5.partial.closing) renamed to NAME.h5 —
+// or, by interrupt(), over the .partial with status "interrupted" — so that no moment leaves a
+// .partial opened for writing outside SWMR mode (which nobody could open).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,6 +55,8 @@ struct PartialRun {
   std::string started;
   bool has_checkpoint = false;
   int64_t k = 0;            // updates done at the checkpoint
+  int64_t writer_pid = 0;   // the process that wrote it, on writer_host (a live run is not resumed)
+  std::string writer_host;
   StateBag state;           // method/, metrics/, log/
 };
 // reads a run's .partial (a live, killed or interrupted one); UserError naming the file when

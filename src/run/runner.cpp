@@ -5,6 +5,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <signal.h>
 #include <unistd.h>
 
 #include "objectives/objective_factory.hpp"
@@ -37,6 +39,21 @@ std::string partial_target(const std::string& partial_path) {
   return partial_path;
 }
 
+namespace {
+// the process that wrote a .partial still runs `stale` on this machine (another process: a
+// run resumed inside the process that interrupted it is not a second writer)
+bool writer_is_alive(const PartialRun& p) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  if (p.writer_pid <= 0 || p.writer_pid == getpid() || p.writer_host != host) return false;
+  if (kill(static_cast<pid_t>(p.writer_pid), 0) != 0) return false;
+  std::ifstream comm("/proc/" + std::to_string(p.writer_pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.find("stale") != std::string::npos;
+}
+}  // namespace
+
 std::string default_run_path(const Config& cfg) {
   if (!cfg.get_string("log.out").empty()) return cfg.get_string("log.out");
   const std::string stem = cfg.origin().empty() ? "run" : std::filesystem::path(cfg.origin()).stem().string();
@@ -63,6 +80,9 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   Config resumed_cfg;
   if (resuming) {
     partial = read_partial_run(options.resume_from);
+    if (writer_is_alive(partial))
+      throw UserError(options.resume_from + ": still being written by process " + std::to_string(partial.writer_pid) +
+                      " (stop it with kill -INT " + std::to_string(partial.writer_pid) + ", then resume)");
     resumed_cfg = Config::from_string(partial.config, options.resume_from);
   }
   const Config& cfg = resuming ? resumed_cfg : given_cfg;

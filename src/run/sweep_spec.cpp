@@ -68,10 +68,13 @@ constexpr int kRunNameVersion = 2;
 std::string config_hash(const Config& cfg) {
   // The full resolved config (every key, defaults included, in schema order), so that a
   // changed default renames the runs it changes; minus what does not change what a run
-  // computes or names a path of one machine: where the file goes, progress, the data folder.
+  // computes or names a path of one machine: where the file goes, progress, the data folder,
+  // how often the file is flushed and checkpointed.
   std::string text = "run-name-version=" + std::to_string(kRunNameVersion) + "\n";
   for (const auto& spec : config_schema()) {
-    if (spec.key == "log.out" || spec.key == "log.progress" || spec.key == "objective.data_dir") continue;
+    if (spec.key == "log.out" || spec.key == "log.progress" || spec.key == "objective.data_dir" ||
+        spec.key == "log.flush_seconds")
+      continue;
     text += spec.key + "=" + cfg.value_text(spec.key) + "\n";
   }
   char buf[17];
