@@ -288,6 +288,32 @@ class LinearTracker final : public IterateTracker {
     has_pending_[s] = true;
   }
 
+  void save(StateBag& b) const override {
+    b.put("w", w_);
+    b.put("a", a_);
+    b.put("g", g_);
+    std::vector<int64_t> flags;
+    for (size_t s = 0; s < pending_.size(); ++s) {
+      b.put("pending/" + std::to_string(s), pending_[s]);
+      flags.push_back(has_pending_[s] ? 1 : 0);
+    }
+    b.put_ints("has_pending", flags);
+    b.put_ints("counters", {changes_, grad_fresh_ ? 1 : 0});
+  }
+  void restore(const StateBag& b) override {
+    w_ = b.get_vec("w");
+    a_ = b.get_vec("a");
+    g_ = b.get_vec("g");
+    const auto& flags = b.get_ints("has_pending");
+    for (size_t s = 0; s < pending_.size(); ++s) {
+      pending_[s] = b.get_vec("pending/" + std::to_string(s));
+      has_pending_[s] = flags.at(s) != 0;
+    }
+    const auto& c = b.get_ints("counters");
+    changes_ = static_cast<int>(c.at(0));
+    grad_fresh_ = c.at(1) != 0;
+  }
+
   double value() override {
     apply_pending();
     if (use_hessian_) return f_.constants().f_star + 0.5 * (w_ - *f_.constants().w_star).dot(g_);

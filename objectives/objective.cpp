@@ -40,6 +40,9 @@ class RecomputingTracker final : public IterateTracker {
     w_ = w;
     fresh_ = false;
   }
+  // value and gradient are recomputed from w, deterministically: w is the whole state
+  void save(StateBag& b) const override { b.put("w", w_); }
+  void restore(const StateBag& b) override { reset(b.get_vec("w")); }
   double value() override {
     refresh();
     return value_;

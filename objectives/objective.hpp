@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "src/core/partition.hpp"
+#include "src/core/state_bag.hpp"
 #include "src/core/types.hpp"
 
 namespace stale {
@@ -48,6 +49,11 @@ class IterateTracker {
   virtual double value() = 0;
   virtual const Vec& gradient() = 0;
   virtual double gradient_sq_norm() { return gradient().squaredNorm(); }
+  // checkpoints (src/run/checkpoint.hpp): the incremental state, so that a resumed run's
+  // metrics equal the uninterrupted run's bit for bit. The default keeps nothing: a restored
+  // tracker is then the one make_tracker built at the checkpoint's iterate.
+  virtual void save(StateBag&) const {}
+  virtual void restore(const StateBag&) {}
 };
 
 // The trackers of the P columns of a lockstep ensemble (docs/design.md "Ensembles"), kept

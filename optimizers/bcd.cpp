@@ -9,6 +9,36 @@
 
 namespace stale {
 namespace {
+// what the loop carries between updates (checkpoints save and restore it, with the iterate)
+struct LoopState {
+  StageSampler stages;
+  BatchSampler batches;
+  GradientNoise noise;
+  std::vector<std::unique_ptr<BlockOptimizer>> rules;
+  int64_t k = 0;
+  LoopState(const Objective& f, const MethodParams& p)
+      : stages(f.stages(), p.seed), batches(f.num_batches(), p.cyclic_batches, p.seed),
+        noise(p.grad_noise_std, p.seed) {
+    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p.rule, f.blocks().size(s)));
+  }
+  void save(StateBag& b, const Vec& w) const {
+    b.put("k", k);
+    b.put("w", w);
+    stages.save(b, "stages");
+    batches.save(b, "batches");
+    noise.save(b, "noise");
+    save_rules(b, "rules", rules);
+  }
+  void restore(const StateBag& b, Vec& w) {
+    k = b.get_int("k");
+    w = b.get_vec("w");
+    stages.restore(b, "stages");
+    batches.restore(b, "batches");
+    noise.restore(b, "noise");
+    restore_rules(b, "rules", rules);
+  }
+};
+
 class Bcd final : public Method {
  public:
   explicit Bcd(MethodParams p) : p_(p) {}
@@ -20,26 +50,29 @@ class Bcd final : public Method {
   }
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const auto& P = f.blocks();
-    StageSampler stages(f.stages(), p_.seed);
-    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
-    GradientNoise noise(p_.grad_noise_std, p_.seed);
-    std::vector<std::unique_ptr<BlockOptimizer>> rules;
-    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p_.rule, P.size(s)));
+    LoopState st(f, p_);
     Vec g(P.max_size()), delta;
-    obs.on_start(w);
-    for (int64_t k = 0; k < plan.updates && !obs.should_stop(); ++k) {
-      const int s = stages.next();
-      const int m = batches.next();
+    if (const StateBag* resume = obs.resume_state()) st.restore(*resume, w);
+    else obs.on_start(w);
+    for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
+      const int s = st.stages.next();
+      const int m = st.batches.next();
       auto gs = g.head(P.size(s));
       f.batch_block_grad(w, m, s, gs);
-      noise.add(gs);
-      rules[s]->step(P.block(w, s), gs, p_.lr_schedule.at(k), delta);
+      st.noise.add(gs);
+      st.rules[s]->step(P.block(w, s), gs, p_.lr_schedule.at(k), delta);
+      ++k;
       UpdateEvent e;
-      e.k = k + 1;
+      e.k = k;
       e.stage = s;
       e.batch = m;
       e.grad_norm = gs.norm();
       obs.on_update(e, delta, w);
+      if (obs.checkpoint_due()) {
+        StateBag b;
+        st.save(b, w);
+        obs.checkpoint(b);
+      }
     }
     return {};
   }

@@ -16,6 +16,7 @@
 namespace stale {
 
 class Config;
+class StateBag;
 struct Schedule;
 struct SimResult;
 
@@ -73,8 +74,16 @@ class RunObserver {
     (void)e;
     (void)delta;
   }
-  // a diverged run (NaN/inf) stops early and is recorded as such
+  // a diverged run (NaN/inf) stops early and is recorded as such; so does an interrupted one
   virtual bool should_stop() const = 0;
+
+  // ---- checkpoint and resume (src/run/checkpoint.hpp). A method that can resume calls
+  // checkpoint_due() at each update boundary, after on_update, and when it says so hands its
+  // whole loop state to checkpoint(). resume_state() is the state a resumed run continues
+  // from (null: start afresh with on_start); a resumed method restores it and skips on_start.
+  virtual bool checkpoint_due() const { return false; }
+  virtual void checkpoint(const StateBag& /*method_state*/) {}
+  virtual const StateBag* resume_state() const { return nullptr; }
 };
 
 class Method {

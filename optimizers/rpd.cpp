@@ -21,9 +21,81 @@
 #include "src/pipeline/simulator.hpp"
 #include "optimizers/sampling.hpp"
 #include "src/pipeline/version_store.hpp"
+#include "src/core/state_bag.hpp"
 
 namespace stale {
 namespace {
+
+// Everything RPD's loop carries from one update to the next, with save/restore for
+// checkpoints: the version store, the stage, batch and noise streams, one update rule per
+// block, and k. The version store is saved as what a read can still reach — the iterate at
+// k − W (W = min(k, δ)) and the W block commits since — and restored by replaying those
+// commits, so every stale read after a resume returns the value it would have returned.
+struct LoopState {
+  const BlockPartition& P;
+  VersionStore store;
+  StageSampler stages;
+  BatchSampler batches;
+  GradientNoise noise;
+  std::vector<std::unique_ptr<BlockOptimizer>> rules;
+  int64_t k = 0;
+  std::vector<int64_t> committed;  // block committed by update j, at j mod δ (the last δ updates)
+
+  LoopState(const Objective& f, const MethodParams& p, const Vec& w0, int64_t bound)
+      : P(f.blocks()), store(P, w0, bound), stages(f.stages(), p.seed),
+        batches(f.num_batches(), p.cyclic_batches, p.seed), noise(p.grad_noise_std, p.seed),
+        committed(static_cast<size_t>(std::max<int64_t>(bound, 0)), -1) {
+    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p.rule, P.size(s)));
+  }
+  void commit(int s, ConstVecRef value) {
+    if (!committed.empty()) committed[static_cast<size_t>(k % store.bound())] = s;
+    store.commit(s, value);
+    ++k;
+  }
+  void save(StateBag& b) const {
+    b.put("k", k);
+    // the store counts its own commits (a restored one from its window's start): read by that count
+    const int64_t W = std::min<int64_t>(k, store.bound()), ks = store.updates();
+    Vec base(P.dim());
+    for (int i = 0; i < P.stages(); ++i) P.block(base, i) = store.read(i, ks - W);
+    b.put("store/base", base);
+    std::vector<int64_t> blocks;
+    std::vector<double> values;
+    for (int64_t j = k - W; j < k; ++j) {
+      const int s = static_cast<int>(committed[static_cast<size_t>(j % store.bound())]);
+      blocks.push_back(s);
+      const auto v = store.read(s, ks - k + j + 1);
+      values.insert(values.end(), v.data(), v.data() + v.size());
+    }
+    b.put_ints("store/blocks", blocks);
+    b.put_doubles("store/values", values);
+    stages.save(b, "stages");
+    batches.save(b, "batches");
+    noise.save(b, "noise");
+    save_rules(b, "rules", rules);
+  }
+  void restore(const StateBag& b) {
+    k = b.get_int("k");
+    const auto& blocks = b.get_ints("store/blocks");
+    const auto& values = b.get_doubles("store/values");
+    const int64_t W = static_cast<int64_t>(blocks.size());
+    if (W != std::min<int64_t>(k, store.bound())) throw UserError("checkpoint: the version store's window does not match delay.max");
+    store = VersionStore(P, b.get_vec("store/base"), store.bound());
+    size_t at = 0;
+    for (int64_t t = 0; t < W; ++t) {
+      const int s = static_cast<int>(blocks[t]);
+      if (s < 0 || s >= P.stages() || at + P.size(s) > values.size()) throw UserError("checkpoint: a corrupt version store");
+      store.commit(s, Eigen::Map<const Vec>(values.data() + at, P.size(s)));
+      committed[static_cast<size_t>((k - W + t) % store.bound())] = s;
+      at += P.size(s);
+    }
+    stages.restore(b, "stages");
+    batches.restore(b, "batches");
+    noise.restore(b, "noise");
+    restore_rules(b, "rules", rules);
+  }
+};
+
 class Rpd final : public Method {
  public:
   Rpd(MethodParams p, std::shared_ptr<const DelayModel> delays, RpdOrder order)
@@ -44,42 +116,43 @@ class Rpd final : public Method {
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const auto& P = f.blocks();
     const int S = f.stages();
-    VersionStore store(P, w, delays_->bound());
-    StageSampler stages(S, p_.seed);
-    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
-    GradientNoise noise(p_.grad_noise_std, p_.seed);
-    std::vector<std::unique_ptr<BlockOptimizer>> rules;
-    for (int s = 0; s < S; ++s) rules.push_back(make_block_optimizer(p_.rule, P.size(s)));
+    LoopState st(f, p_, w, delays_->bound());
     const bool follow = !order_.stages.empty();
     STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
     std::vector<int64_t> d(S);
     Vec z(f.dim()), g(P.max_size()), wb, delta;
-    obs.on_start(w);
-    for (int64_t k = 0; k < plan.updates && !obs.should_stop(); ++k) {
+    if (const StateBag* resume = obs.resume_state()) st.restore(*resume);
+    else obs.on_start(w);
+    for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
       for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
-      store.gather(d, z);
+      st.store.gather(d, z);
       double stale_sq = 0;
       for (int i = 0; i < S; ++i)
-        if (d[i] > 0) stale_sq += (P.block(z, i) - P.block(store.current(), i)).squaredNorm();
-      const int s = follow ? order_.stages[k] : stages.next();
-      const int m = follow ? order_.batches[k] : batches.next();
+        if (d[i] > 0) stale_sq += (P.block(z, i) - P.block(st.store.current(), i)).squaredNorm();
+      const int s = follow ? order_.stages[k] : st.stages.next();
+      const int m = follow ? order_.batches[k] : st.batches.next();
       auto gs = g.head(P.size(s));
       f.batch_block_grad(z, m, s, gs);
-      noise.add(gs);
-      wb = P.block(store.current(), s);
-      rules[s]->step(wb, gs, p_.lr_schedule.at(k), delta);
-      store.commit(s, wb);
+      st.noise.add(gs);
+      wb = P.block(st.store.current(), s);
+      st.rules[s]->step(wb, gs, p_.lr_schedule.at(k), delta);
+      st.commit(s, wb);
       UpdateEvent e;
-      e.k = k + 1;
+      e.k = k;
       e.stage = s;
       e.batch = m;
       e.grad_norm = gs.norm();
       e.stale_dist = std::sqrt(stale_sq);
       e.delays = &d;
-      if (k < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k];
-      obs.on_update(e, delta, store.current());
+      if (k - 1 < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k - 1];
+      obs.on_update(e, delta, st.store.current());
+      if (obs.checkpoint_due()) {
+        StateBag b;
+        st.save(b);
+        obs.checkpoint(b);
+      }
     }
-    w = store.current();
+    w = st.store.current();
     return {};
   }
 

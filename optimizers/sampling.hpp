@@ -3,6 +3,7 @@
 // seeded stream so that one never shifts another.
 #include "optimizers/method.hpp"
 #include "src/core/rng.hpp"
+#include "src/core/state_bag.hpp"
 
 namespace stale {
 
@@ -11,6 +12,14 @@ class BatchSampler {
  public:
   BatchSampler(int batches, bool cyclic, uint64_t seed) : M_(batches), cyclic_(cyclic), rng_(seed, Stream::BatchOrder) {}
   int next() { return cyclic_ ? static_cast<int>(t_++ % M_) : static_cast<int>(rng_.uniform_int(M_)); }
+  void save(StateBag& b, const std::string& name) const {
+    save_rng(b, name + "/rng", rng_);
+    b.put(name + "/t", t_);
+  }
+  void restore(const StateBag& b, const std::string& name) {
+    restore_rng(b, name + "/rng", rng_);
+    t_ = b.get_int(name + "/t");
+  }
 
  private:
   int M_;
@@ -32,6 +41,8 @@ class StageSampler {
  public:
   StageSampler(int stages, uint64_t seed) : S_(stages), rng_(seed, Stream::StageSample) {}
   int next() { return static_cast<int>(rng_.uniform_int(S_)); }
+  void save(StateBag& b, const std::string& name) const { save_rng(b, name, rng_); }
+  void restore(const StateBag& b, const std::string& name) { restore_rng(b, name, rng_); }
 
  private:
   int S_;
@@ -45,6 +56,8 @@ class GradientNoise {
     if (std_ == 0) return;
     for (Index i = 0; i < g.size(); ++i) g(i) += std_ * rng_.normal();
   }
+  void save(StateBag& b, const std::string& name) const { save_rng(b, name, rng_); }
+  void restore(const StateBag& b, const std::string& name) { restore_rng(b, name, rng_); }
 
  private:
   double std_;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "objectives/batch_costs.hpp"
+#include "optimizers/executor_state.hpp"
 #include "optimizers/sampling.hpp"
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
@@ -180,22 +181,6 @@ PlannedSchedule planned_schedule(const ExecutorOptions& opt, const SimOptions& s
   return p;
 }
 
-namespace {
-
-// what one micro-batch carries between its ops
-struct MicroState {
-  std::vector<Mat> act;                              // [block] input activation of F(block)
-  std::vector<std::unique_ptr<StageCache>> cache;    // [block]
-  Vec z;                                             // weights its forwards read (the mixed point)
-  Mat grad;                                          // gradient flowing backward
-  std::vector<Vec> pending_w;                        // split backward: g_j waiting for W(j)
-  double loss = std::nan("");
-  int gradients_done = 0;                            // the state goes when all blocks' are
-  std::vector<int64_t> updates_at_forward;           // [block] updates of the block before F
-};
-
-}  // namespace
-
 RunPlan ScheduleMethod::plan(const Objective& f) const {
   const int J = f.stages();  // blocks of w = virtual stages of the schedule
   ExecutorOptions opt = opt_;
@@ -262,48 +247,45 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
                         batch_of, window))
                   : precomputed_ops(sched, sim, window);
 
-  std::vector<Vec> W(R, w);  // replica weights
-  Vec w_avg = w;
-  std::vector<std::vector<std::unique_ptr<BlockOptimizer>>> rules(R);
-  std::vector<std::vector<Vec>> acc(R, std::vector<Vec>(J));
-  std::vector<std::vector<int>> acc_n(R, std::vector<int>(J, 0));
-  for (int r = 0; r < R; ++r)
-    for (int j = 0; j < J; ++j) {
-      rules[r].push_back(make_block_optimizer(opt.rule, P.size(j)));
-      acc[r][j] = Vec::Zero(P.size(j));
-    }
+  // the loop's state, bundled for checkpoints (executor_state.hpp); the names below are its parts
+  ExecutorState es(f, opt.rule, opt.method, R, w);
+  if (const StateBag* resume = obs.resume_state()) es.restore(*resume, f, batch_of, sched.split_backward);
+  else obs.on_start(w);
+  std::vector<Vec>& W = es.W;  // replica weights
+  Vec& w_avg = es.w_avg;
+  auto& rules = es.rules;
+  auto& acc = es.acc;
+  auto& acc_n = es.acc_n;
   // PipeMare: per-block velocity (EMA of the change per update) and the block's delay in its
   // own updates between F and B (the crossing count of the schedule)
-  std::vector<Vec> velocity(J);
-  for (int j = 0; j < J; ++j) velocity[j] = Vec::Zero(P.size(j));
+  std::vector<Vec>& velocity = es.velocity;
 
   LrSchedule lr{opt.lr_schedule, opt.method.lr, opt.lr_min, opt.warmup, 1};
   const int64_t K = plan.updates;
   lr.total = K;
-  GradientNoise noise(opt.method.grad_noise_std, opt.method.seed);
+  GradientNoise& noise = es.noise;
 
-  std::unordered_map<int64_t, MicroState> live;
+  std::unordered_map<int64_t, MicroState>& live = es.live;
   auto state = [&](int64_t mb) -> MicroState& {
-    auto it = live.find(mb);
-    if (it != live.end()) return it->second;
-    MicroState& st = live[mb];
-    st.act.resize(J + 1);
-    st.cache.resize(J);
-    st.z = Vec::Zero(f.dim());
-    if (sched.split_backward) st.pending_w.resize(J);
-    st.updates_at_forward.assign(J, 0);
-    return st;
+    return live.try_emplace(mb, J, f.dim(), sched.split_backward).first->second;
   };
 
-  std::vector<std::vector<int64_t>> block_updates(R, std::vector<int64_t>(J, 0));
+  auto& block_updates = es.block_updates;
   RunReport report;
-  std::vector<int64_t>& crossed = report.measured_crossed;
-  crossed.assign(J, 0);
-  obs.on_start(w);
-  int64_t k = 0;
+  std::vector<int64_t>& crossed = es.crossed;
+  int64_t& k = es.k;
   Vec g, delta, grad_w;
   Mat grad_in;
+  // a resumed run passes the ops it had done through the op source without executing them,
+  // so that the source's update count, delay rows and moments continue where they were
+  // (a coupled timeline writes no checkpoints: its op durations followed the run's state)
+  for (int64_t done = 0; done < es.ops_done; ++done) {
+    STALE_CHECK(ops->next() >= 0, "a checkpoint within the schedule");
+    ops->finish(OpState{});
+  }
+  int64_t op_pos = es.ops_done;  // ops handed out by the source, this one included
   for (int64_t idx; (idx = ops->next()) >= 0;) {
+    ++op_pos;
     if (k >= K || obs.should_stop()) break;
     const Op& op = sched.ops[idx];
     const int j = op.block;
@@ -325,6 +307,7 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       st.updates_at_forward[j] = block_updates[r][j];
       f.stage_forward(j, batch, st.act[j], used, st.act[j + 1], st.cache[j]);
       st.act[j] = Mat();  // the cache keeps what backward needs
+      ++st.forwards;
     } else if (op.kind == OpKind::Backward) {
       if (j == J - 1) {
         st.loss = f.loss_forward_backward(batch, st.act[J], st.grad);
@@ -337,6 +320,7 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       st.cache[j].reset();
       st.grad.swap(grad_in);
       if (sched.split_backward) st.pending_w[j] = grad_w;
+      ++st.backwards;
     }
     const bool gradient_op = op.kind == sched.gradient_kind();
     if (gradient_op) {
@@ -383,8 +367,15 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       P.block(w_avg, j) = mean;
     }
     if (gradient_op && ++st.gradients_done == J) live.erase(mb);  // its last op
+    if (op.updates() && !opt.coupled && obs.checkpoint_due()) {  // an update boundary
+      es.ops_done = op_pos;
+      StateBag b;
+      es.save(b);
+      obs.checkpoint(b);
+    }
   }
   w = R == 1 ? W[0] : w_avg;
+  report.measured_crossed = crossed;
   report.delay_moments = ops->moments();
   report.simulation = ops->timeline();
   return report;

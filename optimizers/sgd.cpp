@@ -11,6 +11,31 @@
 
 namespace stale {
 namespace {
+// what the loop carries between steps (checkpoints save and restore it, with the iterate)
+struct LoopState {
+  BatchSampler batches;
+  GradientNoise noise;
+  std::unique_ptr<BlockOptimizer> rule;
+  int64_t k = 0;
+  LoopState(const Objective& f, const MethodParams& p)
+      : batches(f.num_batches(), p.cyclic_batches, p.seed), noise(p.grad_noise_std, p.seed),
+        rule(make_block_optimizer(p.rule, f.dim())) {}
+  void save(StateBag& b, const Vec& w) const {
+    b.put("k", k);
+    b.put("w", w);
+    batches.save(b, "batches");
+    noise.save(b, "noise");
+    rule->save(b, "rule");
+  }
+  void restore(const StateBag& b, Vec& w) {
+    k = b.get_int("k");
+    w = b.get_vec("w");
+    batches.restore(b, "batches");
+    noise.restore(b, "noise");
+    rule->restore(b, "rule");
+  }
+};
+
 class Sgd final : public Method {
  public:
   explicit Sgd(MethodParams p) : p_(p) {}
@@ -27,21 +52,26 @@ class Sgd final : public Method {
   }
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const int S = f.stages();
-    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
-    GradientNoise noise(p_.grad_noise_std, p_.seed);
-    auto rule = make_block_optimizer(p_.rule, f.dim());
+    LoopState st(f, p_);
     Vec g, delta;
-    obs.on_start(w);
-    for (int64_t k = 0; k < plan.updates && !obs.should_stop(); k += S) {
-      const int m = batches.next();
+    if (const StateBag* resume = obs.resume_state()) st.restore(*resume, w);
+    else obs.on_start(w);
+    for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
+      const int m = st.batches.next();
       UpdateEvent e;
       e.batch_loss = f.batch_value_grad(w, m, g);
-      noise.add(g);
-      rule->step(w, g, p_.lr_schedule.at(k), delta);
-      e.k = k + S;
+      st.noise.add(g);
+      st.rule->step(w, g, p_.lr_schedule.at(k), delta);
+      k += S;
+      e.k = k;
       e.batch = m;
       e.grad_norm = g.norm();
       obs.on_update(e, delta, w);
+      if (obs.checkpoint_due()) {
+        StateBag b;
+        st.save(b, w);
+        obs.checkpoint(b);
+      }
     }
     return {};
   }

@@ -54,6 +54,8 @@ class Momentum final : public BlockOptimizer {
     delta = -lr * v_;
     w += delta;
   }
+  void save(StateBag& b, const std::string& name) const override { b.put(name + "/v", v_); }
+  void restore(const StateBag& b, const std::string& name) override { v_ = b.get_vec(name + "/v"); }
 
  private:
   double beta_;
@@ -72,6 +74,16 @@ class AdamW final : public BlockOptimizer {
     if (p_.weight_decay != 0) delta -= lr * p_.weight_decay * w;
     w += delta;
   }
+  void save(StateBag& b, const std::string& name) const override {
+    b.put(name + "/m", m_);
+    b.put(name + "/v", v_);
+    b.put(name + "/t", t_);
+  }
+  void restore(const StateBag& b, const std::string& name) override {
+    m_ = b.get_vec(name + "/m");
+    v_ = b.get_vec(name + "/v");
+    t_ = b.get_int(name + "/t");
+  }
 
  private:
   UpdateRuleParams p_;
@@ -80,6 +92,13 @@ class AdamW final : public BlockOptimizer {
 };
 
 }  // namespace
+
+void save_rules(StateBag& b, const std::string& name, const std::vector<std::unique_ptr<BlockOptimizer>>& rules) {
+  for (size_t i = 0; i < rules.size(); ++i) rules[i]->save(b, name + "/" + std::to_string(i));
+}
+void restore_rules(const StateBag& b, const std::string& name, std::vector<std::unique_ptr<BlockOptimizer>>& rules) {
+  for (size_t i = 0; i < rules.size(); ++i) rules[i]->restore(b, name + "/" + std::to_string(i));
+}
 
 std::unique_ptr<BlockOptimizer> make_block_optimizer(const UpdateRuleParams& p, Index n) {
   if (p.optimizer == "sgd") return std::make_unique<Sgd>();

@@ -16,7 +16,9 @@
 //              γ_min + ½ (γ − γ_min)(1 + cos(π (k − warmup)/(K − warmup)))
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "src/core/state_bag.hpp"
 #include "src/core/types.hpp"
 
 namespace stale {
@@ -43,8 +45,15 @@ class BlockOptimizer {
   virtual ~BlockOptimizer() = default;
   // w_block ← step(w_block, g) with step size lr; returns the applied change in `delta`
   virtual void step(VecRef w_block, ConstVecRef g, double lr, Vec& delta) = 0;
+  // the rule's state (velocity, moments, step count) under `name` (checkpoints)
+  virtual void save(StateBag&, const std::string& /*name*/) const {}
+  virtual void restore(const StateBag&, const std::string& /*name*/) {}
 };
 
 std::unique_ptr<BlockOptimizer> make_block_optimizer(const UpdateRuleParams& p, Index block_size);
+
+// every rule of a list under name/0, name/1, … (one rule per block, and per replica)
+void save_rules(StateBag& b, const std::string& name, const std::vector<std::unique_ptr<BlockOptimizer>>& rules);
+void restore_rules(const StateBag& b, const std::string& name, std::vector<std::unique_ptr<BlockOptimizer>>& rules);
 
 }  // namespace stale

@@ -5,7 +5,9 @@
 #   bash scripts/test.sh              # Release build in build/, every suite
 #   bash scripts/test.sh --sanitize   # ASan + UBSan build in build-sanitize/ (CUDA and benchmarks
 #                                     # off), a fast subset: STALE_SANITIZE_TESTS is the ctest -R
-#                                     # pattern, STALE_FUZZ_ITERATIONS the fuzz inputs per reader
+#                                     # pattern, STALE_FUZZ_ITERATIONS the fuzz inputs per reader,
+#                                     # STALE_SANITIZE_TARGETS the targets to build (default all),
+#                                     # STALE_SANITIZE_OPT the optimisation flags (default -O2 -g)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -14,8 +16,9 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   launcher=()
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
   san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-  BUILD_DIR=${BUILD_DIR:-build-sanitize} STALE_WERROR=${STALE_WERROR:-OFF} bash scripts/build.sh \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTALE_CUDA=OFF -DSTALE_BUILD_BENCHMARKS=OFF -DSTALE_NATIVE=OFF \
+  BUILD_TARGETS=${STALE_SANITIZE_TARGETS:-} BUILD_DIR=${BUILD_DIR:-build-sanitize} STALE_WERROR=${STALE_WERROR:-OFF} bash scripts/build.sh \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=${STALE_SANITIZE_OPT:--O2 -g -DNDEBUG}" \
+    -DSTALE_CUDA=OFF -DSTALE_BUILD_BENCHMARKS=OFF -DSTALE_NATIVE=OFF \
     "-DCMAKE_CXX_FLAGS=$san" "-DCMAKE_EXE_LINKER_FLAGS=$san" "${launcher[@]}"
   cd "${BUILD_DIR:-build-sanitize}"
   # leaks are not errors here (OpenMP and HDF5 keep process-lifetime allocations); any other

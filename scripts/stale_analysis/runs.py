@@ -89,7 +89,10 @@ def open_h5(path: str, what: str = "HDF5 file"):
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
+        try:  # a live or killed RUN.h5.partial is held in SWMR mode (docs/design.md)
+            return h5py.File(path, "r", swmr=True)
+        except OSError:
+            raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
 
 
 def load_run(path: str) -> Run:
@@ -98,6 +101,9 @@ def load_run(path: str) -> Run:
             raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
         config = tomllib.loads(_text(f.attrs["config"]))
         metrics = {name: f["metrics"][name][()] for name in f["metrics"]}
+        # a killed .partial may hold one series a flush longer than another: the common rows
+        n = min((len(v) for v in metrics.values()), default=0)
+        metrics = {name: v[:n] for name, v in metrics.items()}
         theory = {k: _text(v) for k, v in f["theory"].attrs.items()} if "theory" in f else {}
         objective = {k: _text(v) for k, v in f["objective"].attrs.items()} if "objective" in f else {}
         attrs = {k: _text(v) for k, v in f.attrs.items() if k != "config"}

@@ -2,8 +2,10 @@
 // (docs/design.md "Command line"). User errors (bad config, missing file, a command line CLI11
 // cannot parse) print one line on stderr and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <new>
 
@@ -16,6 +18,8 @@
 #include "src/cli/sweep_command.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/run/checkpoint.hpp"
+#include "src/run/interrupt.hpp"
 #include "src/run/resource_estimate.hpp"
 #include "src/run/runner.hpp"
 
@@ -46,12 +50,37 @@ int cmd_info() {
   return 0;
 }
 
+// exit code of a command stopped by a signal: 128 + the signal, as a shell reports it
+int interrupted_exit_code() { return 128 + (stop_signal() != 0 ? stop_signal() : SIGINT); }
+
 int cmd_run(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& out,
-            bool quiet, bool force) {
-  Config cfg = Config::from_file(config_path);
-  for (const auto& o : overrides) cfg.apply_override(o);
-  const RunResult r = run_experiment(cfg, out, !quiet && cfg.get_bool("log.progress"), nullptr, force);
+            bool quiet, bool force, const std::string& resume, bool cont) {
+  install_stop_handlers();
+  RunOptions o;
+  o.overwrite = force;
+  Config cfg;
+  if (!resume.empty()) {
+    if (!config_path.empty() || !overrides.empty() || !out.empty() || force)
+      throw UserError("--resume " + resume + " continues that run with its own config and path; give no config, "
+                      "key=value, --out or --force with it");
+    const bool suffix = resume.size() > 8 && resume.compare(resume.size() - 8, 8, ".partial") == 0;
+    o.resume_from = suffix ? resume : resume + ".partial";
+    if (!std::filesystem::exists(o.resume_from))
+      throw UserError("--resume " + resume + ": no such run file (" + o.resume_from +
+                      "); a run keeps RUN.h5.partial until it finishes");
+  } else {
+    if (config_path.empty()) throw UserError("stale run needs a config file (or --resume RUN.h5.partial)");
+    cfg = Config::from_file(config_path);
+    for (const auto& ov : overrides) cfg.apply_override(ov);
+  }
+  o.progress = !quiet && (resume.empty() ? cfg.get_bool("log.progress") : true);
+  const RunResult r = cont && resume.empty() ? run_or_resume(cfg, out.empty() ? default_run_path(cfg) : out, o)
+                                             : run_experiment(cfg, out, o);
   std::printf("%s\n", run_summary_line(r).c_str());
+  if (r.status == "interrupted") {
+    std::fprintf(stderr, "interrupted: %s\n", r.message.c_str());
+    return interrupted_exit_code();
+  }
   if (!r.message.empty()) std::fprintf(stderr, "diverged: %s\n", r.message.c_str());
   return 0;
 }
@@ -94,11 +123,19 @@ int main(int argc, char** argv) {
   std::string config_path, out;
   std::vector<std::string> overrides;
   bool quiet = false, force = false;
-  run->add_option("config", config_path, "TOML config file")->required();
+  std::string resume;
+  bool cont = false;
+  run->add_option("config", config_path, "TOML config file");
   run->add_option("overrides", overrides, "key=value overrides, e.g. method.lr=0.01 delay.max=60");
   run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>.h5)");
   run->add_flag("--quiet,-q", quiet, "no progress on stderr");
   run->add_flag("--force", force, "replace a finished run file at the output path");
+  run->add_flag("--continue", cont,
+                "continue from OUT.partial when it holds a checkpoint of this very config, else run afresh (what "
+                "stale sweep does with each run)");
+  run->add_option("--resume", resume,
+                  "continue an interrupted or killed run from the last checkpoint in RUN.h5.partial (bit-identical "
+                  "to an uninterrupted run)");
 
   app.add_subcommand("info", "version, git sha, backends, OpenMP threads, CUDA devices");
   add_keys_command(app);
@@ -121,10 +158,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force);
+    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force, resume, cont);
     if (app.got_subcommand("info")) return cmd_info();
     if (app.got_subcommand("schedule")) return run_schedule_command();
-    if (app.got_subcommand("sweep")) return run_sweep_command();
+    if (app.got_subcommand("sweep")) {
+      install_stop_handlers();
+      const int rc = run_sweep_command();
+      return stop_requested() ? interrupted_exit_code() : rc;
+    }
     if (app.got_subcommand("sample")) return run_sample_command();
     if (app.got_subcommand("list")) return run_list_command();
     if (app.got_subcommand("stability")) return run_stability_command();

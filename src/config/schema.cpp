@@ -139,6 +139,10 @@ const std::vector<KeySpec>& config_schema() {
       Bool("log.delays", true, "write the K × S delay table /delays while K·S ≤ 10^7 (the per-block summary is always written)"),
       Str("log.out", "", "run file path; empty = runs/<config name>.h5 (the CLI's --out wins)"),
       Bool("log.progress", true, "progress lines on stderr"),
+      Float("log.flush_seconds", 5.0,
+            "seconds between writes of the run file's buffered series and of a checkpoint into the .partial (what a "
+            "killed run loses at most; stale run --resume continues from it); 0 = at every update",
+            0.0, false, 1e9),
   };
   return schema;
 }

@@ -8,6 +8,7 @@
 // are implementation-defined: a run file must be reproducible on any standard library.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace stale {
@@ -74,6 +75,19 @@ class Rng {
       }
     }
     return static_cast<uint64_t>(m >> 64);
+  }
+
+  // the generator's whole state (checkpoints, src/run/checkpoint.hpp): a restored stream
+  // continues with the very draws the saved one would have made
+  void save_words(uint64_t out[6]) const {
+    for (int i = 0; i < 4; ++i) out[i] = s_[i];
+    std::memcpy(&out[4], &spare_, sizeof spare_);
+    out[5] = have_spare_ ? 1 : 0;
+  }
+  void load_words(const uint64_t in[6]) {
+    for (int i = 0; i < 4; ++i) s_[i] = in[i];
+    std::memcpy(&spare_, &in[4], sizeof spare_);
+    have_spare_ = in[5] != 0;
   }
 
   double normal() {

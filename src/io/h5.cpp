@@ -13,8 +13,27 @@ std::recursive_mutex& library_mutex() {
 }
 
 namespace {
+// HDF5 prints its error stack on stderr by default. Our wrappers turn every failure into one
+// line that names the file or object, so the stack is silenced — but only while one of our
+// calls runs: the previous handler comes back when it returns, and anything else in the
+// process that uses HDF5 keeps the library's default.
+class QuietErrors {
+ public:
+  QuietErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  QuietErrors(const QuietErrors&) = delete;
+  QuietErrors& operator=(const QuietErrors&) = delete;
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
 struct Lock {
   std::lock_guard<std::recursive_mutex> guard{library_mutex()};
+  QuietErrors quiet;
 };
 void ok(herr_t rc, const std::string& what) {
   const Lock lock;
@@ -41,10 +60,6 @@ Handle str_type(size_t len) {
   ok(H5Tset_size(t.id(), std::max<size_t>(len, 1)), "H5Tset_size");
   ok(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset");
   return t;
-}
-Handle open_dataset(hid_t parent, const std::string& name) {
-  const Lock lock;
-  return Handle(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "open dataset " + name);
 }
 std::vector<hsize_t> dataset_dims(hid_t dset) {
   const Lock lock;
@@ -114,17 +129,45 @@ Handle::~Handle() {
   if (id_ >= 0 && closer_) closer_(id_);
 }
 
+Handle open_dataset(hid_t parent, const std::string& name) {
+  const Lock lock;
+  return Handle(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "open dataset " + name);
+}
 Handle create_file(const std::string& path) {
   const Lock lock;
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // our errors name the file; HDF5's stack dump does not help
   return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose, "create file " + path);
+}
+namespace {
+Handle latest_format_access() {
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+  ok(H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), "H5Pset_libver_bounds");
+  return fapl;
+}
+}  // namespace
+Handle create_file_swmr_capable(const std::string& path) {
+  const Lock lock;
+  Handle fapl = latest_format_access();
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), H5Fclose, "create file " + path);
+}
+Handle open_file_rdwr(const std::string& path, bool swmr) {
+  const Lock lock;
+  Handle fapl = latest_format_access();
+  const unsigned flags = H5F_ACC_RDWR | (swmr ? H5F_ACC_SWMR_WRITE : 0u);
+  return Handle(H5Fopen(path.c_str(), flags, fapl.id()), H5Fclose, "open " + path + " for writing");
 }
 Handle open_file_readonly(const std::string& path) {
   const Lock lock;
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  // a live or killed run file (.partial) is held in SWMR mode: open it as an SWMR reader
+  if (id < 0) id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
   if (id < 0) throw UserError(path + ": cannot open as HDF5 (missing file or not an HDF5 file)");
   return Handle(id, H5Fclose, "open " + path);
+}
+bool unlink(hid_t parent, const std::string& name) {
+  const Lock lock;
+  if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) return false;
+  ok(H5Ldelete(parent, name.c_str(), H5P_DEFAULT), "delete " + name);
+  return true;
 }
 Handle create_group(hid_t parent, const std::string& name) {
   const Lock lock;
@@ -176,6 +219,10 @@ void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& 
   Handle space = simple_space({value.size()});
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_INT64, value.data()), "write attribute " + name);
+}
+void delete_attr(hid_t obj, const std::string& name) {
+  const Lock lock;
+  if (H5Aexists(obj, name.c_str()) > 0) ok(H5Adelete(obj, name.c_str()), "delete attribute " + name);
 }
 std::string read_attr_string(hid_t obj, const std::string& name) {
   const Lock lock;
@@ -286,6 +333,67 @@ Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hs
   if (compress) set_compression(plist.id(), file_type >= 0 ? file_type : mem_type);
   dset_ = Handle(H5Dcreate2(parent, name.c_str(), file_type >= 0 ? file_type : mem_type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
                  "create dataset " + name);
+}
+
+Appendable Appendable::open(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols) {
+  const Lock lock;
+  Appendable a;
+  a.dset_ = open_dataset(parent, name);
+  a.type_ = mem_type;
+  a.cols_ = cols;
+  a.rows_ = dataset_rows(a.dset_.id());
+  return a;
+}
+
+hsize_t dataset_rows(hid_t dset) {
+  const Lock lock;
+  const auto dims = dataset_dims(dset);
+  return dims.empty() ? 0 : dims[0];
+}
+
+Handle create_bytes(hid_t parent, const std::string& name, hsize_t chunk) {
+  const Lock lock;
+  hsize_t dims = 0, maxdims = H5S_UNLIMITED;
+  Handle space(H5Screate_simple(1, &dims, &maxdims), H5Sclose, "space");
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  ok(H5Pset_chunk(plist.id(), 1, &chunk), "H5Pset_chunk");
+  return Handle(H5Dcreate2(parent, name.c_str(), H5T_NATIVE_UINT8, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT),
+                H5Dclose, "create dataset " + name);
+}
+
+void write_bytes(hid_t dset, const std::vector<uint8_t>& bytes) {
+  const Lock lock;
+  hsize_t n = bytes.size();
+  if (n == 0) return;
+  if (dataset_rows(dset) < n) ok(H5Dset_extent(dset, &n), "extend dataset");
+  Handle fspace(H5Dget_space(dset), H5Sclose, "space");
+  const hsize_t start = 0;
+  ok(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, &start, nullptr, &n, nullptr), "select");
+  Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "mspace");
+  ok(H5Dwrite(dset, H5T_NATIVE_UINT8, mspace.id(), fspace.id(), H5P_DEFAULT, bytes.data()), "write bytes");
+}
+
+std::vector<uint8_t> read_bytes(hid_t dset, hsize_t n) {
+  const Lock lock;
+  std::vector<uint8_t> out(n);
+  if (n > 0) read_rows(dset, H5T_NATIVE_UINT8, 0, n, 0, out.data());
+  return out;
+}
+
+void overwrite_ints(hid_t dset, const std::vector<int64_t>& v) {
+  const Lock lock;
+  ok(H5Dwrite(dset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "overwrite dataset");
+}
+
+void read_rows(hid_t dset, hid_t mem_type, hsize_t start, hsize_t count, hsize_t cols, void* out) {
+  const Lock lock;
+  if (count == 0) return;
+  std::vector<hsize_t> st = {start}, cn = {count};
+  if (cols > 0) st.push_back(0), cn.push_back(cols);
+  Handle fspace(H5Dget_space(dset), H5Sclose, "space");
+  ok(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, st.data(), nullptr, cn.data(), nullptr), "select rows");
+  Handle mspace(H5Screate_simple(static_cast<int>(cn.size()), cn.data(), nullptr), H5Sclose, "mspace");
+  ok(H5Dread(dset, mem_type, mspace.id(), fspace.id(), H5P_DEFAULT, out), "read rows");
 }
 
 void Appendable::append(const void* data, hsize_t rows) {

@@ -36,8 +36,17 @@ class Handle {
 std::recursive_mutex& library_mutex();
 
 Handle create_file(const std::string& path);  // truncates
+// a file in the HDF5 1.10 format, which single-writer/multiple-reader (SWMR) mode needs
+Handle create_file_swmr_capable(const std::string& path);
+// reopen a file created by create_file_swmr_capable for writing: with `swmr`, in SWMR mode
+// (datasets grow, readers with SWMR read see a consistent file at every moment, and a killed
+// writer leaves one; no object or attribute may be created); without, in ordinary mode
+Handle open_file_rdwr(const std::string& path, bool swmr);
 void flush_file(hid_t file);
+// read-only; a file a writer holds (or held when it was killed) in SWMR mode opens with SWMR read
 Handle open_file_readonly(const std::string& path);
+Handle open_dataset(hid_t parent, const std::string& name);
+bool unlink(hid_t parent, const std::string& name);
 Handle create_group(hid_t parent, const std::string& name);
 Handle open_group(hid_t parent, const std::string& name);
 bool exists(hid_t parent, const std::string& path);
@@ -48,6 +57,7 @@ void write_attr(hid_t obj, const std::string& name, double value);
 void write_attr(hid_t obj, const std::string& name, int64_t value);
 void write_attr(hid_t obj, const std::string& name, const std::vector<double>& value);
 void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& value);
+void delete_attr(hid_t obj, const std::string& name);  // if it exists
 std::string read_attr_string(hid_t obj, const std::string& name);
 double read_attr_double(hid_t obj, const std::string& name);
 int64_t read_attr_int(hid_t obj, const std::string& name);
@@ -68,6 +78,17 @@ std::vector<double> read_matrix_double(hid_t parent, const std::string& name, hs
 // (a non-numeric dataset is a UserError naming it)
 std::vector<double> read_array_double(hid_t parent, const std::string& name, std::vector<hsize_t>& dims);
 
+// raw bytes (checkpoint slots): a 1-D growable uint8 dataset, written from its start (it never
+// shrinks: the length that counts is recorded beside it), and read back
+Handle create_bytes(hid_t parent, const std::string& name, hsize_t chunk);
+void write_bytes(hid_t dset, const std::vector<uint8_t>& bytes);
+std::vector<uint8_t> read_bytes(hid_t dset, hsize_t n);
+// overwrite a whole existing dataset of int64 values (same length)
+void overwrite_ints(hid_t dset, const std::vector<int64_t>& v);
+// rows [start, start + count) of a dataset whose rows hold `cols` values (0: 1-D), as mem_type
+void read_rows(hid_t dset, hid_t mem_type, hsize_t start, hsize_t count, hsize_t cols, void* out);
+hsize_t dataset_rows(hid_t dset);
+
 // A dataset that grows along its first axis (metrics series, iterate snapshots):
 // chunked, deflate-compressed, rows appended in blocks.
 class Appendable {
@@ -79,6 +100,9 @@ class Appendable {
   // cost, most of a small run's time: results/PERFORMANCE.md)
   Appendable(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, hsize_t chunk_rows,
              hid_t file_type = -1, bool compress = true);
+  // an existing dataset (a reopened file), appended to after its current rows
+  static Appendable open(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols);
+  hid_t id() const { return dset_.id(); }
   void append(const void* data, hsize_t rows);
   hsize_t rows() const { return rows_; }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <unistd.h>
 
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
@@ -41,19 +42,51 @@ struct RunLog::Impl {
   int64_t delay_rows = 0;
   std::vector<int64_t> delay_max;
   std::vector<double> delay_sum;
+  // checkpoints: two slots and the index naming the valid one {valid, slot, bytes, k}
+  h5::Handle slot[2], index;
+  int last_slot = 1;
+  // phases: the header (ordinary mode, under .partial.new), streaming (SWMR), closing
+  enum class Phase { Header, Streaming, Closing } phase = Phase::Header;
+  std::string partial, fresh, closing;  // path.partial, path.partial.new, path.partial.closing
+  double flush_seconds = 5.0;
+  std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
   bool done = false;
+  static bool is_int(const std::string& n) { return n == "k" || n == "stage" || n == "batch"; }
   // every dataset, then the file: HDF5 flushes and releases them in that order
   void close() {
     series.clear();
     iterates = h5::Appendable();
     iterates_k = h5::Appendable();
     delay_table = h5::Appendable();
+    slot[0] = h5::Handle();
+    slot[1] = h5::Handle();
+    index = h5::Handle();
     metrics = h5::Handle();
+    theory = h5::Handle();
     file = h5::Handle();
+  }
+  // the datasets of a (re)opened file; no group handle stays open (SWMR mode wants none)
+  void open_datasets() {
+    series.clear();
+    for (const auto& n : names)
+      series.push_back(h5::Appendable::open(file.id(), "metrics/" + n, is_int(n) ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0));
+    iterates = h5::Appendable::open(file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim));
+    iterates_k = h5::Appendable::open(file.id(), "iterates_k", H5T_NATIVE_INT64, 0);
+    if (keep_table) delay_table = h5::Appendable::open(file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(stages));
+    if (h5::exists(file.id(), "checkpoint/index")) {
+      slot[0] = h5::open_dataset(file.id(), "checkpoint/state_0");
+      slot[1] = h5::open_dataset(file.id(), "checkpoint/state_1");
+      index = h5::open_dataset(file.id(), "checkpoint/index");
+    }
+  }
+  void reopen(const std::string& path, bool swmr) {
+    close();
+    file = h5::open_file_rdwr(path, swmr);
+    open_datasets();
   }
 };
 
-RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table)
+RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table, double flush_seconds)
     : impl_(std::make_unique<Impl>()), path_(path) {
   namespace fs = std::filesystem;
   const fs::path parent = fs::path(path).parent_path();
@@ -63,23 +96,65 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
     if (ec) throw UserError(path + ": cannot create directory " + parent.string() + " (" + ec.message() + ")");
   }
   auto& I = *impl_;
-  I.file = h5::create_file(path + ".partial");
+  I.partial = path + ".partial";
+  I.fresh = path + ".partial.new";
+  I.closing = path + ".partial.closing";
+  I.flush_seconds = flush_seconds;
+  I.file = h5::create_file_swmr_capable(I.fresh);
   I.dim = dim;
   I.stages = stages;
   I.keep_table = keep_delay_table;
-  I.metrics = h5::create_group(I.file.id(), "metrics");
-  for (size_t i = 0; i < I.names.size(); ++i) {
-    const bool integer = I.names[i] == "k" || I.names[i] == "stage" || I.names[i] == "batch";
-    I.series.emplace_back(I.metrics.id(), I.names[i], integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0, kChunk);
+  {
+    auto metrics = h5::create_group(I.file.id(), "metrics");
+    for (const auto& n : I.names)
+      h5::Appendable(metrics.id(), n, Impl::is_int(n) ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0, kChunk);
   }
-  I.iterates = h5::Appendable(I.file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim),
-                              std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)),
-                              -1, false);
-  I.iterates_k = h5::Appendable(I.file.id(), "iterates_k", H5T_NATIVE_INT64, 0, 256);
+  h5::Appendable(I.file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim),
+                 std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)), -1,
+                 false);  // full-precision iterates: deflate saves ~23 % at most of a small run's time
+  h5::Appendable(I.file.id(), "iterates_k", H5T_NATIVE_INT64, 0, 256);
+  if (I.keep_table)
+    // int32 on disk: a delay is below 2^31 by the version store's own limit
+    h5::Appendable(I.file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(I.stages),
+                   std::max<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(I.stages)), H5T_STD_I32LE);
+  {
+    auto ck = h5::create_group(I.file.id(), "checkpoint");
+    h5::create_bytes(ck.id(), "state_0", 1 << 16);
+    h5::create_bytes(ck.id(), "state_1", 1 << 16);
+    h5::write_vector(ck.id(), "index", std::vector<int64_t>{0, 0, 0, 0});
+  }
+  I.open_datasets();
   I.delay_max.assign(stages, 0);
   I.delay_sum.assign(stages, 0.0);
   h5::write_attr(I.file.id(), "started", now_iso());
   h5::write_attr(I.file.id(), "status", std::string("running"));
+  // who writes it: `stale run --resume` refuses a .partial that a live process still writes
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  h5::write_attr(I.file.id(), "writer_pid", static_cast<int64_t>(getpid()));
+  h5::write_attr(I.file.id(), "writer_host", std::string(host));
+}
+
+void RunLog::start_streaming() {
+  auto& I = *impl_;
+  if (I.phase != Impl::Phase::Header) return;
+  I.close();
+  std::error_code ec;
+  std::filesystem::rename(I.fresh, I.partial, ec);
+  if (ec) throw UserError(I.partial + ": cannot rename the new run file into place (" + ec.message() + ")");
+  I.reopen(I.partial, true);
+  I.phase = Impl::Phase::Streaming;
+  I.last_flush = std::chrono::steady_clock::now();
+}
+
+void RunLog::flush_now() {
+  flush();
+  impl_->last_flush = std::chrono::steady_clock::now();
+}
+
+bool RunLog::flush_due() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->last_flush).count() >=
+         impl_->flush_seconds;
 }
 
 RunLog::~RunLog() {
@@ -127,11 +202,13 @@ void RunLog::write_data_record(const std::string& path, int64_t bytes, const std
 }
 
 void RunLog::append_metrics(const MetricsRow& row) {
+  start_streaming();
   impl_->rows.push_back(row);
   if (impl_->rows.size() >= kChunk) flush();
 }
 
 void RunLog::append_iterate(int64_t k, const Vec& w) {
+  start_streaming();
   impl_->it_buf.insert(impl_->it_buf.end(), w.data(), w.data() + w.size());
   impl_->itk_buf.push_back(k);
   if (impl_->itk_buf.size() >= 64) flush();
@@ -145,15 +222,30 @@ void RunLog::append_delays(const std::vector<int64_t>& d) {
   }
   ++I.delay_rows;
   if (!I.keep_table) return;
-  if (!I.delay_table.rows() && I.delay_buf.empty())
-    // int32 on disk: a delay is below 2^31 by the version store's own limit
-    I.delay_table = h5::Appendable(I.file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(I.stages),
-                                   std::max<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(I.stages)), H5T_STD_I32LE);
+  start_streaming();
   I.delay_buf.insert(I.delay_buf.end(), d.begin(), d.begin() + I.stages);
   if (I.delay_buf.size() >= static_cast<size_t>(I.stages) * 4096) flush();
 }
 
+// The run is over: leave SWMR mode (objects and attributes can be created again). A file
+// opened for writing outside SWMR mode cannot be opened by anyone until it is closed, so the
+// last writes go to a copy (path.partial.closing) that replaces the .partial or becomes the
+// finished file by a rename: a kill at any moment leaves the .partial readable.
+void RunLog::end_streaming() {
+  auto& I = *impl_;
+  if (I.phase == Impl::Phase::Closing) return;
+  start_streaming();  // a run that never appended still becomes path.partial
+  flush();
+  I.close();
+  std::error_code ec;
+  std::filesystem::copy_file(I.partial, I.closing, std::filesystem::copy_options::overwrite_existing, ec);
+  if (ec) throw UserError(I.closing + ": cannot copy the run file to finish it (" + ec.message() + ")");
+  I.reopen(I.closing, false);
+  I.phase = Impl::Phase::Closing;
+}
+
 void RunLog::write_theory(const TheoryConstants& t) {
+  end_streaming();
   auto g = h5::create_group(impl_->file.id(), "theory");
   h5::write_attr(g.id(), "L", t.L);
   h5::write_attr(g.id(), "L_exact", int64_t{t.L_exact});
@@ -177,6 +269,7 @@ void RunLog::write_theory(const TheoryConstants& t) {
 }
 
 void RunLog::write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed) {
+  end_streaming();
   write_schedule_group(impl_->file.id(), s, sim, static_cast<int64_t>(s.ops.size()) <= kMaxDelayEntries);
   auto g = h5::open_group(impl_->file.id(), "schedule");
   h5::write_attr(g.id(), "name", s.name);
@@ -195,6 +288,7 @@ void RunLog::write_delay_moments(const DelayMoments& m) { write_delay_moments_gr
 
 void RunLog::flush() {
   auto& I = *impl_;
+  if (I.phase == Impl::Phase::Header) return;  // nothing appended yet
   if (!I.rows.empty()) {
     const size_t n = I.rows.size();
     std::vector<double> col(n);
@@ -239,10 +333,93 @@ void RunLog::flush() {
   h5::flush_file(I.file.id());
 }
 
+void RunLog::write_checkpoint(const StateBag& state, int64_t k) {
+  auto& I = *impl_;
+  start_streaming();
+  flush();  // every row up to k is in the file before the checkpoint that counts them
+  StateBag all = state;
+  all.put("log/metrics_rows", static_cast<int64_t>(I.series.front().rows()));
+  all.put("log/iterate_rows", static_cast<int64_t>(I.iterates.rows()));
+  all.put("log/delay_table_rows", static_cast<int64_t>(I.keep_table ? I.delay_table.rows() : 0));
+  all.put("log/delay_rows", I.delay_rows);
+  all.put_ints("log/delay_max", I.delay_max);
+  all.put_doubles("log/delay_sum", I.delay_sum);
+  const std::vector<uint8_t> bytes = all.serialize();
+  const int s = 1 - I.last_slot;
+  h5::write_bytes(I.slot[s].id(), bytes);
+  h5::flush_file(I.file.id());  // the slot is complete before the index names it
+  h5::overwrite_ints(I.index.id(), {1, s, static_cast<int64_t>(bytes.size()), k});
+  h5::flush_file(I.file.id());
+  I.last_slot = s;
+  I.last_flush = std::chrono::steady_clock::now();
+}
+
+void RunLog::adopt(const PartialRun& from) {
+  auto& I = *impl_;
+  STALE_CHECK(I.phase == Impl::Phase::Header, "adopt before the run file streams");
+  h5::write_attr(I.file.id(), "started", from.started);
+  if (!from.has_checkpoint) return;
+  const StateBag& st = from.state;
+  auto old = h5::open_file_readonly(from.path);
+  // copy rows [0, n) of a series in blocks
+  auto copy = [&](const std::string& name, h5::Appendable& to, hid_t type, size_t width, hsize_t cols, int64_t n) {
+    auto d = h5::open_dataset(old.id(), name);
+    if (static_cast<int64_t>(h5::dataset_rows(d.id())) < n)
+      throw UserError(from.path + ": " + name + " holds fewer rows than its checkpoint counts");
+    const hsize_t per = std::max<hsize_t>(cols, 1);
+    const hsize_t block = std::max<hsize_t>(1, (1 << 20) / per);
+    std::vector<uint8_t> buf;
+    for (hsize_t r = 0; r < static_cast<hsize_t>(n); r += block) {
+      const hsize_t c = std::min<hsize_t>(block, static_cast<hsize_t>(n) - r);
+      buf.resize(c * per * width);
+      h5::read_rows(d.id(), type, r, c, cols, buf.data());
+      to.append(buf.data(), c);
+    }
+  };
+  const int64_t rows = st.get_int("log/metrics_rows");
+  for (size_t i = 0; i < I.names.size(); ++i) {
+    const bool integer = Impl::is_int(I.names[i]);
+    copy("metrics/" + I.names[i], I.series[i], integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 8, 0, rows);
+  }
+  const int64_t it = st.get_int("log/iterate_rows");
+  copy("iterates", I.iterates, H5T_NATIVE_DOUBLE, 8, static_cast<hsize_t>(I.dim), it);
+  copy("iterates_k", I.iterates_k, H5T_NATIVE_INT64, 8, 0, it);
+  if (I.keep_table)
+    copy("delays", I.delay_table, H5T_NATIVE_INT64, 8, static_cast<hsize_t>(I.stages), st.get_int("log/delay_table_rows"));
+  I.delay_rows = st.get_int("log/delay_rows");
+  I.delay_max = st.get_ints("log/delay_max");
+  I.delay_sum = st.get_doubles("log/delay_sum");
+  if (static_cast<int64_t>(I.delay_max.size()) != I.stages || static_cast<int64_t>(I.delay_sum.size()) != I.stages)
+    throw UserError(from.path + ": the checkpoint's delay summary does not match objective.stages");
+}
+
+void RunLog::interrupt(double wall_seconds, const std::string& message) {
+  auto& I = *impl_;
+  end_streaming();
+  const hid_t f = I.file.id();
+  h5::write_attr(f, "status", std::string("interrupted"));
+  h5::write_attr(f, "message", message);
+  h5::write_attr(f, "wall_seconds", wall_seconds);
+  I.close();
+  std::error_code ec;
+  std::filesystem::rename(I.closing, I.partial, ec);
+  if (ec) throw UserError(I.partial + ": cannot rename the interrupted run file (" + ec.message() + ")");
+  I.done = true;
+}
+
 void RunLog::finish(const std::string& status, double wall_seconds, const std::string& message) {
   auto& I = *impl_;
-  flush();
+  end_streaming();
   const hid_t f = I.file.id();
+  // the checkpoint has served its purpose; a finished file holds results only
+  I.slot[0] = h5::Handle();
+  I.slot[1] = h5::Handle();
+  I.index = h5::Handle();
+  h5::unlink(f, "checkpoint");
+  if (I.keep_table && I.delay_table.rows() == 0) {  // a fresh-read method: no delay table
+    I.delay_table = h5::Appendable();
+    h5::unlink(f, "delays");
+  }
   if (I.delay_rows > 0) {
     auto g = h5::create_group(f, "delay_summary");
     std::vector<double> mean(I.stages);
@@ -256,10 +433,13 @@ void RunLog::finish(const std::string& status, double wall_seconds, const std::s
   h5::write_attr(f, "message", message);
   h5::write_attr(f, "wall_seconds", wall_seconds);
   h5::write_attr(f, "ended", now_iso());
+  h5::delete_attr(f, "writer_pid");  // about the .partial's writer only
+  h5::delete_attr(f, "writer_host");
   I.close();
   std::error_code ec;
-  std::filesystem::rename(path_ + ".partial", path_, ec);
+  std::filesystem::rename(I.closing, path_, ec);
   if (ec) throw UserError(path_ + ": cannot rename the finished run file (" + ec.message() + ")");
+  std::filesystem::remove(I.partial, ec);
   I.done = true;
 }
 
@@ -267,8 +447,39 @@ void RunLog::abort() {
   auto& I = *impl_;
   I.close();
   std::error_code ec;
-  std::filesystem::remove(path_ + ".partial", ec);
+  std::filesystem::remove(I.partial, ec);
+  std::filesystem::remove(I.fresh, ec);
+  std::filesystem::remove(I.closing, ec);
   I.done = true;
+}
+
+PartialRun read_partial_run(const std::string& partial_path) {
+  PartialRun p;
+  p.path = partial_path;
+  auto f = h5::open_file_readonly(partial_path);
+  if (!h5::exists(f.id(), "metrics/k") || !h5::exists(f.id(), "checkpoint/index"))
+    throw UserError(partial_path + ": not a resumable run file (no /metrics or /checkpoint); a finished run needs no resume");
+  try {
+    p.config = h5::read_attr_string(f.id(), "config");
+    p.status = h5::read_attr_string(f.id(), "status");
+    p.started = h5::read_attr_string(f.id(), "started");
+    p.writer_pid = h5::read_attr_int(f.id(), "writer_pid");
+    p.writer_host = h5::read_attr_string(f.id(), "writer_host");
+  } catch (const UserError&) {
+    throw UserError(partial_path + ": the run file's header is incomplete; rerun the run instead");
+  }
+  auto index = h5::open_dataset(f.id(), "checkpoint/index");
+  std::vector<int64_t> ix(4);
+  h5::read_rows(index.id(), H5T_NATIVE_INT64, 0, 4, 0, ix.data());
+  if (ix[0] != 1) return p;  // killed before its first checkpoint: resume starts afresh
+  if (ix[1] < 0 || ix[1] > 1 || ix[2] <= 0) throw UserError(partial_path + ": a corrupt /checkpoint/index");
+  auto slot = h5::open_dataset(f.id(), "checkpoint/state_" + std::to_string(ix[1]));
+  if (static_cast<int64_t>(h5::dataset_rows(slot.id())) < ix[2]) throw UserError(partial_path + ": a truncated checkpoint");
+  const auto bytes = h5::read_bytes(slot.id(), static_cast<hsize_t>(ix[2]));
+  p.state = StateBag::deserialize(bytes.data(), bytes.size(), partial_path);
+  p.has_checkpoint = true;
+  p.k = ix[3];
+  return p;
 }
 
 }  // namespace stale

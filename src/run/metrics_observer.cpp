@@ -3,6 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "src/core/error.hpp"
+#include "src/run/interrupt.hpp"
+
 namespace stale {
 
 MetricsObserver::MetricsObserver(const Objective& f, RunLog* log, MetricsOptions opt,
@@ -23,6 +26,12 @@ void MetricsObserver::on_start(const Vec& w0) {
   k_ = 0;
   UpdateEvent e0;
   record(e0, w0);
+  last_w_ = &w0;
+  latch_stop();
+}
+
+void MetricsObserver::latch_stop() {
+  if (stop_requested() || (opt_.stop_after > 0 && k_ >= opt_.stop_after)) interrupted_ = true;
 }
 
 void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) {
@@ -50,6 +59,72 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
   }
   last_event_ = e;
   if (on_cadence || diverged_) record(e, w);
+  last_w_ = &w;
+  if (log_) {
+    if (flush_pending_) log_->flush_now();  // the method did not checkpoint at the last boundary
+    flush_pending_ = log_->flush_due();
+  }
+  latch_stop();
+}
+
+bool MetricsObserver::checkpoint_due() const {
+  return log_ && !diverged_ && (flush_pending_ || (interrupted_ && !stop_checkpointed_));
+}
+
+// the observer's part of a checkpoint: its sums and counters, the last row and event, the
+// elapsed wall time and the tracker's incremental state (bit-identical metrics after a resume)
+void MetricsObserver::checkpoint(const StateBag& method_state) {
+  if (!log_) return;
+  StateBag b;
+  b.put_bag("method", method_state);
+  StateBag m;
+  m.put_ints("counters", {k_, last_logged_, logged_rows_, current_fresh_ ? 1 : 0});
+  m.put_doubles("sums", {G_, grad_sq_sum_, current_gns_, current_loss_, start_value_, delta0_});
+  m.put("wall", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+  const UpdateEvent& e = last_event_;
+  m.put_ints("event_ints", {e.k, e.stage, e.batch});
+  m.put_doubles("event", {e.grad_norm, e.stale_dist, e.time, e.batch_loss});
+  const MetricsRow& r = last_;
+  m.put_ints("row_ints", {r.k, r.stage, r.batch});
+  m.put_doubles("row", {r.time, r.loss, r.subopt, r.grad_norm_sq, r.grad_norm_sq_mean, r.stale_dist, r.bound, r.bound_opt,
+                        r.bound_stoch, r.bound_stale, r.G, r.wall, r.batch_loss, r.val_loss});
+  if (last_w_) m.put("w", *last_w_);
+  StateBag t;
+  tracker_->save(t);
+  m.put_bag("tracker", t);
+  b.put_bag("metrics", m);
+  log_->write_checkpoint(b, k_);
+  flush_pending_ = false;
+  if (interrupted_) stop_checkpointed_ = true;
+}
+
+void MetricsObserver::restore(const StateBag& all) {
+  const StateBag m = all.sub("metrics");
+  const auto& c = m.get_ints("counters");
+  const auto& s = m.get_doubles("sums");
+  const auto& ei = m.get_ints("event_ints");
+  const auto& ed = m.get_doubles("event");
+  const auto& ri = m.get_ints("row_ints");
+  const auto& rd = m.get_doubles("row");
+  if (c.size() != 4 || s.size() != 6 || ei.size() != 3 || ed.size() != 4 || ri.size() != 3 || rd.size() != 14)
+    throw UserError("checkpoint: the metrics state has the wrong shape");
+  k_ = c[0], last_logged_ = c[1], logged_rows_ = c[2], current_fresh_ = c[3] != 0;
+  G_ = s[0], grad_sq_sum_ = s[1], current_gns_ = s[2], current_loss_ = s[3], start_value_ = s[4], delta0_ = s[5];
+  last_event_ = UpdateEvent{};
+  last_event_.k = ei[0], last_event_.stage = static_cast<int>(ei[1]), last_event_.batch = static_cast<int>(ei[2]);
+  last_event_.grad_norm = ed[0], last_event_.stale_dist = ed[1], last_event_.time = ed[2], last_event_.batch_loss = ed[3];
+  MetricsRow& r = last_;
+  r.k = ri[0], r.stage = ri[1], r.batch = ri[2];
+  r.time = rd[0], r.loss = rd[1], r.subopt = rd[2], r.grad_norm_sq = rd[3], r.grad_norm_sq_mean = rd[4];
+  r.stale_dist = rd[5], r.bound = rd[6], r.bound_opt = rd[7], r.bound_stoch = rd[8], r.bound_stale = rd[9];
+  r.G = rd[10], r.wall = rd[11], r.batch_loss = rd[12], r.val_loss = rd[13];
+  t0_ = std::chrono::steady_clock::now() -
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(m.get_double("wall")));
+  tracker_ = f_.make_tracker(m.get_vec("w"));
+  tracker_->restore(m.sub("tracker"));
+  resume_method_ = all.sub("method");
+  resumed_ = true;
+  latch_stop();
 }
 
 void MetricsObserver::prepare_update(const UpdateEvent& e, ConstVecRef delta) {

@@ -28,6 +28,8 @@ struct MetricsOptions {
   // diverged when f − f_* (the loss when f_* is unknown) exceeds divergence × max(start, 1),
   // or is not finite; 0: only when not finite
   double divergence = 1e6;
+  // stop as if interrupted once k ≥ stop_after (0: never; tests of checkpoint and resume)
+  int64_t stop_after = 0;
 };
 
 class MetricsObserver final : public RunObserver {
@@ -42,7 +44,16 @@ class MetricsObserver final : public RunObserver {
   void on_start(const Vec& w0) override;
   void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) override;
   void prepare_update(const UpdateEvent& e, ConstVecRef delta) override;
-  bool should_stop() const override { return diverged_; }
+  // diverged, or interrupted: a SIGINT/SIGTERM (src/run/interrupt.hpp) seen at the last update
+  bool should_stop() const override { return diverged_ || interrupted_; }
+  bool interrupted() const { return interrupted_ && !diverged_; }
+  // checkpoints (src/run/checkpoint.hpp): due every log.flush_seconds and when interrupted
+  bool checkpoint_due() const override;
+  void checkpoint(const StateBag& method_state) override;
+  const StateBag* resume_state() const override { return resumed_ ? &resume_method_ : nullptr; }
+  // continue from a checkpoint (method/, metrics/, log/): this observer's state now, the
+  // method's through resume_state()
+  void restore(const StateBag& checkpoint);
 
   bool diverged() const { return diverged_; }
   // why the run was declared diverged (empty when it was not)
@@ -78,6 +89,14 @@ class MetricsObserver final : public RunObserver {
   MetricsRow last_;
   UpdateEvent last_event_;
   std::chrono::steady_clock::time_point t0_;
+  // checkpoint and resume
+  void latch_stop();
+  bool interrupted_ = false;
+  bool flush_pending_ = false;  // a flush is due; the method's checkpoint (or the next update) does it
+  bool stop_checkpointed_ = false;
+  const Vec* last_w_ = nullptr;  // the iterate of the last on_update (for the tracker's checkpoint)
+  bool resumed_ = false;
+  StateBag resume_method_;
 };
 
 }  // namespace stale

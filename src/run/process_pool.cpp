@@ -1,6 +1,7 @@
 #include "src/run/process_pool.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <map>
 
 #include "src/core/error.hpp"
+#include "src/run/interrupt.hpp"
 
 extern char** environ;
 
@@ -25,7 +27,8 @@ struct PreparedChild {
 
 PreparedChild prepare(const std::string& exe, const ChildRun& r, int threads) {
   PreparedChild c;
-  c.args = {exe, "run", r.config_path, "--out", r.out_path, "--quiet"};
+  // --continue: a run killed or interrupted earlier continues from its checkpoint
+  c.args = {exe, "run", r.config_path, "--out", r.out_path, "--quiet", "--continue"};
   const std::string omp = "OMP_NUM_THREADS=" + std::to_string(threads);
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "OMP_NUM_THREADS=", 16) != 0) c.env.emplace_back(*e);
@@ -60,13 +63,24 @@ void run_children(const std::string& exe, const std::vector<ChildRun>& runs, int
                   const std::function<void(size_t, bool)>& done) {
   std::map<pid_t, size_t> running;
   size_t next = 0;
-  while (next < runs.size() || !running.empty()) {
-    while (next < runs.size() && static_cast<int>(running.size()) < jobs) {
+  bool forwarded = false;
+  while ((next < runs.size() && !stop_requested()) || !running.empty()) {
+    while (next < runs.size() && static_cast<int>(running.size()) < jobs && !stop_requested()) {
       const PreparedChild c = prepare(exe, runs[next], threads_per_child);
       running[spawn(c)] = next++;
     }
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0) {
+      // SIGINT/SIGTERM to the sweep: pass it on once to every child (each checkpoints and
+      // stops), start no new one, and wait for them
+      if (stop_requested() && !forwarded) {
+        for (const auto& [child, i] : running) kill(child, stop_signal());
+        forwarded = true;
+      }
+      usleep(20000);
+      continue;
+    }
     if (pid < 0) break;
     auto it = running.find(pid);
     if (it == running.end()) continue;

@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <signal.h>
 #include <unistd.h>
 
 #include "objectives/objective_factory.hpp"
@@ -12,6 +15,7 @@
 #include "src/core/error.hpp"
 #include "src/core/sha256.hpp"
 #include "src/run/config_rules.hpp"
+#include "src/run/interrupt.hpp"
 #include "src/run/metrics_observer.hpp"
 #include "src/run/resource_estimate.hpp"
 
@@ -28,6 +32,28 @@ std::string run_summary_line(const RunResult& r) {
   return out;
 }
 
+std::string partial_target(const std::string& partial_path) {
+  const std::string suffix = ".partial";
+  if (partial_path.size() > suffix.size() && partial_path.compare(partial_path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return partial_path.substr(0, partial_path.size() - suffix.size());
+  return partial_path;
+}
+
+namespace {
+// the process that wrote a .partial still runs `stale` on this machine (another process: a
+// run resumed inside the process that interrupted it is not a second writer)
+bool writer_is_alive(const PartialRun& p) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  if (p.writer_pid <= 0 || p.writer_pid == getpid() || p.writer_host != host) return false;
+  if (kill(static_cast<pid_t>(p.writer_pid), 0) != 0) return false;
+  std::ifstream comm("/proc/" + std::to_string(p.writer_pid) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.find("stale") != std::string::npos;
+}
+}  // namespace
+
 std::string default_run_path(const Config& cfg) {
   if (!cfg.get_string("log.out").empty()) return cfg.get_string("log.out");
   const std::string stem = cfg.origin().empty() ? "run" : std::filesystem::path(cfg.origin()).stem().string();
@@ -40,12 +66,15 @@ std::string default_run_path(const Config& cfg) {
 // the observer; finish() writes the theory record and the status.
 class RunSession {
  public:
+  // `resume`: the .partial this run continues (null: a fresh run)
   RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
-             const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0, bool overwrite)
+             const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0, bool overwrite,
+             const PartialRun* resume = nullptr, int64_t stop_after = 0)
       : cfg_(cfg), f_(std::move(objective)), plan_(plan), t0_(t0), progress_(progress) {
     res_.path = std::move(path);
     if (!overwrite && std::filesystem::exists(res_.path))
-      throw UserError(res_.path + ": a finished run file is already there; use --force to replace it, or another --out");
+      throw UserError(res_.path + (resume ? ": the run already finished; nothing to resume"
+                                          : ": a finished run file is already there; use --force to replace it, or another --out"));
     const auto& c = f_->constants();
     if (progress && std::isfinite(c.L) && cfg.get_float("method.lr") > 1.0 / c.L)
       std::fprintf(stderr,
@@ -54,7 +83,11 @@ class RunSession {
     const int64_t K = plan.updates;
     // K·S as a quotient, so that an absurd K cannot overflow the product
     const bool keep_table = cfg.get_bool("log.delays") && K <= RunLog::kMaxDelayEntries / f_->stages();
-    log_ = std::make_unique<RunLog>(res_.path, f_->dim(), f_->stages(), keep_table);
+    // the data's checksum before the run file exists: the header is written in one short step
+    std::string data_sha;
+    uint64_t data_bytes = 0;
+    if (!f_->data_file().empty()) data_sha = sha256_file(f_->data_file(), &data_bytes);
+    log_ = std::make_unique<RunLog>(res_.path, f_->dim(), f_->stages(), keep_table, cfg.get_float("log.flush_seconds"));
     try {
       std::string device = "cpu";
       if (resolve_backend(cfg.get_string("backend")) == BackendKind::Cuda) {
@@ -66,11 +99,9 @@ class RunSession {
       for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
       const std::string desc = f_->description().empty() ? cfg.get_string("objective.generator") : f_->description();
       log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, f_->num_batches(), desc);
-      if (!f_->data_file().empty()) {
-        uint64_t bytes = 0;
-        const std::string sha = sha256_file(f_->data_file(), &bytes);
-        log_->write_data_record(f_->data_file(), static_cast<int64_t>(bytes), sha);
-      }
+      if (!f_->data_file().empty()) log_->write_data_record(f_->data_file(), static_cast<int64_t>(data_bytes), data_sha);
+      if (resume) log_->adopt(*resume);
+      log_->start_streaming();  // the header is complete: the file becomes RUN.h5.partial, in SWMR mode
       MetricsOptions opt;
       opt.every = cfg.get_int("log.every");
       opt.iterates_every = cfg.get_int("log.iterates_every");
@@ -80,11 +111,13 @@ class RunSession {
       opt.lr = cfg.get_float("method.lr");
       opt.delta = plan.delay_bound;
       opt.updates = K;
+      opt.stop_after = stop_after;
       lr_ = opt.lr;
       tty_ = isatty(STDERR_FILENO);
       last_print_ = std::chrono::steady_clock::now() - std::chrono::hours(1);
       tag_ = method.name();
       obs_ = std::make_unique<MetricsObserver>(*f_, log_.get(), opt, [this](const MetricsRow& r) { print_progress(r); });
+      if (resume && resume->has_checkpoint) obs_->restore(resume->state);
     } catch (...) {
       log_->abort();
       throw;
@@ -99,8 +132,25 @@ class RunSession {
 
   RunResult finish(const RunReport& report, const Vec& w) {
     try {
-      obs_->finish(w);
       if (progress_ && tty_) std::fprintf(stderr, "\n");
+      if (obs_->interrupted()) {
+        // the method wrote its checkpoint at the update it stopped after; the .partial stays
+        res_.status = "interrupted";
+        res_.last = obs_->last();
+        res_.grad_norm_sq_mean = obs_->grad_norm_sq_mean();
+        res_.G = obs_->G();
+        res_.updates = obs_->updates_done();
+        res_.final_w = w;
+        res_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+        const int sig = stop_signal();
+        res_.message = "stopped by " + std::string(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "request") +
+                       " at k = " + std::to_string(res_.updates) + "; continue with: stale run --resume " + res_.path +
+                       ".partial";
+        res_.path += ".partial";
+        log_->interrupt(res_.wall_seconds, res_.message);
+        return res_;
+      }
+      obs_->finish(w);
       const auto& c = f_->constants();
       TheoryConstants t;
       t.L = c.L;
@@ -183,16 +233,38 @@ class RunSession {
 
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective, bool overwrite) {
+  RunOptions o;
+  o.progress = progress;
+  o.objective = std::move(objective);
+  o.overwrite = overwrite;
+  return run_experiment(cfg, out_path, o);
+}
+
+RunResult run_experiment(const Config& given_cfg, const std::string& out_path, const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  check_unread_keys(cfg);  // nothing the user set is silently ignored
-  const std::string path = out_path.empty() ? default_run_path(cfg) : out_path;
+  const bool resuming = !options.resume_from.empty();
+  // a resumed run is the .partial's: its config (checked when it started) and its path
+  PartialRun partial;
+  Config resumed_cfg;
+  if (resuming) {
+    partial = read_partial_run(options.resume_from);
+    if (writer_is_alive(partial))
+      throw UserError(options.resume_from + ": still being written by process " + std::to_string(partial.writer_pid) +
+                      " (stop it with kill -INT " + std::to_string(partial.writer_pid) + ", then resume)");
+    resumed_cfg = Config::from_string(partial.config, options.resume_from);
+  }
+  const Config& cfg = resuming ? resumed_cfg : given_cfg;
+  if (!resuming) check_unread_keys(cfg);  // nothing the user set is silently ignored
+  const std::string path =
+      resuming ? partial_target(options.resume_from) : (out_path.empty() ? default_run_path(cfg) : out_path);
   check_resources(cfg, path);  // memory and disk, before anything is allocated or created
   std::shared_ptr<const Objective> f =
-      objective ? std::move(objective) : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+      options.objective ? options.objective : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
   auto method = make_method(cfg, *f);
   // the one plan every consumer reads; planning errors surface before the run file exists
   const RunPlan plan = method->plan(*f);
-  RunSession session(cfg, path, progress, f, *method, plan, t0, overwrite);
+  RunSession session(cfg, path, options.progress, f, *method, plan, t0, options.overwrite, resuming ? &partial : nullptr,
+                     options.stop_after);
   try {
     Vec w = session.initial_point();
     const RunReport report = method->run(*f, plan, w, session.observer());

@@ -15,7 +15,7 @@ namespace stale {
 
 struct RunResult {
   std::string path;
-  std::string status;  // ok | diverged
+  std::string status;  // ok | diverged | interrupted (the .partial stays, resumable)
   std::string message;  // why it diverged
   MetricsRow last;
   double grad_norm_sq_mean = 0;
@@ -31,12 +31,26 @@ struct RunResult {
 std::string run_summary_line(const RunResult& r);
 
 std::string default_run_path(const Config& cfg);
+// RUN.h5 for RUN.h5.partial (and for RUN.h5 itself)
+std::string partial_target(const std::string& partial_path);
 // `objective`: the objective the config describes, when the caller already built it (an
 // in-process sweep shares one between runs that read the same data); null = build it here
 // `overwrite`: replace a finished run file at the same path (otherwise that is an error)
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective = nullptr, bool overwrite = false);
 
+struct RunOptions {
+  bool progress = false;
+  std::shared_ptr<const Objective> objective;  // see run_experiment
+  bool overwrite = false;
+  // continue from the checkpoint of this .partial (src/run/checkpoint.hpp); its config is the
+  // run's (cfg is ignored), the run file is the .partial's
+  std::string resume_from;
+  int64_t stop_after = 0;  // tests: stop as if interrupted once k ≥ stop_after
+};
+// run_experiment with every option; a run stopped by SIGINT/SIGTERM (or stop_after) returns
+// status "interrupted" and leaves its .partial with a checkpoint
+RunResult run_experiment(const Config& cfg, const std::string& out_path, const RunOptions& options);
 // A lockstep ensemble (docs/design.md "Ensembles"): runs whose configs differ only in
 // method.lr advance together, each writing its own run file, equal to its separate run's to
 // rounding. A column whose config fails its checks gets `error` and no file; the others run.

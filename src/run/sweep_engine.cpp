@@ -21,6 +21,8 @@
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
 #include "optimizers/method_registry.hpp"
+#include "src/run/checkpoint.hpp"
+#include "src/run/interrupt.hpp"
 #include "src/run/process_pool.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/sweep.hpp"
@@ -251,7 +253,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
       };
       auto worker = [&] {
         SerialScope serial;  // one run per core: no nested parallel loops
-        for (size_t i = next++; i < items.size(); i = next++) {
+        for (size_t i = next++; i < items.size() && !stop_requested(); i = next++) {  // SIGINT/SIGTERM: no new run
           const auto& item = items[i];
           if (item.size() == 1) {
             const SweepRun& r = *item.front();
@@ -259,7 +261,10 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
             std::string text;
             try {
               const auto f = cache.get(r.config, keys[i]);
-              const RunResult res = run_experiment(r.config, (dir / "runs" / (r.hash + ".h5")).string(), false, f);
+              RunOptions ro;
+              ro.objective = f;
+              // a run killed or interrupted earlier continues from its checkpoint (checkpoint.hpp)
+              const RunResult res = run_or_resume(r.config, (dir / "runs" / (r.hash + ".h5")).string(), ro);
               text = run_summary_line(res) + "\n";
               ok = true;
             } catch (const UserError& e) {
@@ -273,7 +278,8 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
             continue;
           }
           // an ensemble: every column runs (so that its arithmetic is the same whatever a
-          // resume skips); a column whose file exists writes to a scratch name, removed after
+          // resume skips); a column whose file exists writes to a scratch name, removed after.
+          // Ensembles write no checkpoints: a killed or interrupted one starts again.
           std::vector<EnsembleColumn> columns;
           std::vector<bool> wanted;
           for (const auto* r : item) {

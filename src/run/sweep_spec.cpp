@@ -68,10 +68,13 @@ constexpr int kRunNameVersion = 2;
 std::string config_hash(const Config& cfg) {
   // The full resolved config (every key, defaults included, in schema order), so that a
   // changed default renames the runs it changes; minus what does not change what a run
-  // computes or names a path of one machine: where the file goes, progress, the data folder.
+  // computes or names a path of one machine: where the file goes, progress, the data folder,
+  // how often the file is flushed and checkpointed.
   std::string text = "run-name-version=" + std::to_string(kRunNameVersion) + "\n";
   for (const auto& spec : config_schema()) {
-    if (spec.key == "log.out" || spec.key == "log.progress" || spec.key == "objective.data_dir") continue;
+    if (spec.key == "log.out" || spec.key == "log.progress" || spec.key == "objective.data_dir" ||
+        spec.key == "log.flush_seconds")
+      continue;
     text += spec.key + "=" + cfg.value_text(spec.key) + "\n";
   }
   char buf[17];
@@ -94,8 +97,10 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   sw.path = path;
   for (const auto& [k, v] : tbl) {
     const std::string key(k.str());
-    if (key != "base" && key != "grid" && key != "zip" && key != "set" && key != "epsilon" && key != "unread")
-      throw UserError(path + ": unknown sweep key '" + key + "'; valid: base, epsilon, unread, [set], [grid], [zip]");
+    if (key != "base" && key != "grid" && key != "zip" && key != "set" && key != "epsilon" && key != "unread" &&
+        key != "max_runs")
+      throw UserError(path + ": unknown sweep key '" + key +
+                      "'; valid: base, epsilon, unread, max_runs, [set], [grid], [zip]");
   }
   // a grid that crosses, say, delay.name with delay.max gives keys to points that do not read
   // them; the sweep file says what to do: "error" (the default, as for a single run) or "drop"
@@ -152,6 +157,30 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   }
   for (const auto& a : sw.axes)
     if (std::count(sw.axes.begin(), sw.axes.end(), a) > 1) throw UserError(path + ": key '" + a + "' appears twice");
+
+  // the grid's size before anything is expanded, allocated or written: a typo such as a
+  // 10^4-element list crossed with another is one line, not an hour of expansion
+  int64_t max_runs = 100000;
+  if (tbl.contains("max_runs")) {
+    const auto m = tbl["max_runs"].value<int64_t>();
+    if (!m || *m < 1) throw UserError(path + ": max_runs must be a positive integer (default 100000)");
+    max_runs = *m;
+  }
+  {
+    long double count = zip_values.empty() ? 1.0L : static_cast<long double>(zip_len);
+    std::string factors;
+    for (size_t g = 0; g < grid_values.size(); ++g) {
+      count *= static_cast<long double>(grid_values[g].size());
+      factors += (factors.empty() ? "" : " x ") + sw.axes[g] + " (" + std::to_string(grid_values[g].size()) + ")";
+    }
+    if (!zip_values.empty()) factors += (factors.empty() ? "" : " x ") + std::string("[zip] (") + std::to_string(zip_len) + ")";
+    if (count > static_cast<long double>(max_runs)) {
+      char n[64];
+      std::snprintf(n, sizeof n, "%.0Lf", count);
+      throw UserError(path + ": the sweep expands to " + n + " runs (" + factors + "), more than max_runs = " +
+                      std::to_string(max_runs) + "; shrink an axis, or raise max_runs in the sweep file");
+    }
+  }
 
   Config fixed = base_cfg;
   for (const auto& [key, node] : set) {
