@@ -176,6 +176,12 @@ PlannedSchedule planned_schedule(const ExecutorOptions& opt, const SimOptions& s
   p.schedule = std::make_shared<const Schedule>(plan_schedule(opt));
   p.simulation = std::make_shared<const SimResult>(simulate(*p.schedule, opt.costs, so));
   std::lock_guard<std::mutex> lock(m);
+  // another thread may have planned the same schedule meanwhile: every run shares one plan
+  for (auto it = recent.begin(); it != recent.end(); ++it)
+    if (it->first == key.str()) {
+      recent.splice(recent.begin(), recent, it);
+      return recent.front().second;
+    }
   recent.emplace_front(key.str(), p);
   if (recent.size() > kKeep) recent.pop_back();
   return p;

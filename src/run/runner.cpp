@@ -301,7 +301,8 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
       if (!ready.empty()) {
         const RunPlan& first = ready.front().plan;
         STALE_CHECK(method->name() == ready.front().method->name() && plan.updates == first.updates &&
-                        plan.delay_bound == first.delay_bound && plan.schedule == first.schedule,
+                        plan.delay_bound == first.delay_bound && !plan.schedule == !first.schedule &&
+                        (!plan.schedule || plan.schedule->ops.size() == first.schedule->ops.size()),
                     "the columns of an ensemble share method and plan");
       }
       ready.push_back({i, std::move(method), std::move(plan)});
