@@ -173,14 +173,19 @@ def kill_trials(stale, tmp, kills, rng):
 
 def signal_trials(stale, tmp):
     for sig, code in [(signal.SIGINT, 130), (signal.SIGTERM, 143)]:
-        cfg = config(tmp, "pipedream" if sig == signal.SIGTERM else "rpd", 24000)
+        # long enough that the signal always lands inside the run (a fixed sleep raced a fast
+        # machine: the run had finished before it), sent once the run file streams
+        cfg = config(tmp, "pipedream" if sig == signal.SIGTERM else "rpd", 240000)
         ref = os.path.join(tmp, f"sigref{code}.h5")
         if run(stale, "run", cfg, "--out", ref, "--quiet").returncode != 0:
             fail("reference run failed")
         out = os.path.join(tmp, f"sig{code}.h5")
         p = subprocess.Popen([stale, "run", cfg, "--out", out, "--quiet"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        time.sleep(0.25)
+        deadline = time.time() + 20
+        while not os.path.exists(out + ".partial") and p.poll() is None and time.time() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
         p.send_signal(sig)
         _, err = p.communicate()
         if p.returncode != code:
@@ -230,7 +235,7 @@ def live_read(stale, tmp):
 
 
 def sweep_trial(stale, tmp):
-    cfg = config(tmp, "rpd", 24000)
+    cfg = config(tmp, "rpd", 240000)
     sw = os.path.join(tmp, "sweep.toml")
     with open(sw, "w") as f:
         f.write(f'base = "{os.path.basename(cfg)}"\n[grid]\n"method.lr" = [0.002, 0.003, 0.004, 0.005]\n')
@@ -240,7 +245,13 @@ def sweep_trial(stale, tmp):
     out = os.path.join(tmp, "sw")
     p = subprocess.Popen([stale, "sweep", sw, "--quiet", "--jobs", "2", "--out", out], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(0.4)
+    # signalled once its runs stream (a fixed sleep would race a fast machine)
+    runs = os.path.join(out, "runs")
+    deadline = time.time() + 20
+    while p.poll() is None and time.time() < deadline and not (
+            os.path.isdir(runs) and any(n.endswith(".partial") for n in os.listdir(runs))):
+        time.sleep(0.005)
+    time.sleep(0.05)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate()
     if p.returncode != 130:
