@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "src/core/rng.hpp"
 
@@ -59,6 +60,27 @@ std::filesystem::path cache_path(uint64_t key, const char* kind = "constants") {
   return constants_cache_dir() / name;
 }
 
+// writes a record through `write` to a unique temporary name and renames it into place, so
+// concurrent runs never read half a record; a record that cannot be written only costs time
+void store_record(const std::filesystem::path& path, const std::function<void(std::ofstream&)>& write) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  static std::atomic<int> counter{0};
+  const auto tmp = path.string() + ".partial." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) return;
+    write(out);
+    if (!out) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
 }  // namespace
 
 bool load_cached(uint64_t key, Index d, CachedConstants& c) {
@@ -82,14 +104,7 @@ bool load_cached(uint64_t key, Index d, CachedConstants& c) {
 }
 
 void store_cached(uint64_t key, Index d, const CachedConstants& c) {
-  const auto path = cache_path(key);
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  static std::atomic<int> counter{0};
-  const auto tmp = path.string() + ".partial." + std::to_string(getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return;  // a cache that cannot be written only costs time
+  store_record(cache_path(key), [&](std::ofstream& out) {
     const Index nw = c.w_star.size(), nm = static_cast<Index>(c.method.size());
     out.write(reinterpret_cast<const char*>(&d), sizeof d);
     out.write(reinterpret_cast<const char*>(&c.lambda_max), sizeof(double));
@@ -99,14 +114,7 @@ void store_cached(uint64_t key, Index d, const CachedConstants& c) {
     out.write(reinterpret_cast<const char*>(c.w_star.data()), static_cast<std::streamsize>(sizeof(double) * nw));
     out.write(reinterpret_cast<const char*>(&nm), sizeof nm);
     out.write(c.method.data(), nm);
-    if (!out) {
-      out.close();
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  });
 }
 
 bool load_cached_gram(uint64_t key, Index d, Mat& H) {
@@ -126,26 +134,12 @@ bool load_cached_gram(uint64_t key, Index d, Mat& H) {
 void store_cached_gram(uint64_t key, const Mat& H) {
   const Index d = H.rows();
   if (d > kMaxCachedGramDim || H.cols() != d) return;
-  const auto path = cache_path(key, "gram");
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  static std::atomic<int> counter{0};
-  const auto tmp = path.string() + ".partial." + std::to_string(getpid()) + "." + std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) return;
+  store_record(cache_path(key, "gram"), [&](std::ofstream& out) {
     const uint64_t sum = hash_bytes(H.data(), sizeof(double) * static_cast<size_t>(H.size()), 0);
     out.write(reinterpret_cast<const char*>(&d), sizeof d);
     out.write(reinterpret_cast<const char*>(H.data()), static_cast<std::streamsize>(sizeof(double) * H.size()));
     out.write(reinterpret_cast<const char*>(&sum), sizeof sum);
-    if (!out) {
-      out.close();
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  });
 }
 
 }  // namespace stale
