@@ -11,7 +11,7 @@ namespace stale {
 ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f) {
   check_dense_hessian(f.dim(), 2, "least-squares constants (L, mu by eigenvalues, f_* by LDLT)");
   const auto& d = f.data();
-  const uint64_t key = constants_key(d, "squared", 0.0);
+  const uint64_t key = f.cache_key();
   CachedConstants cc;
   const bool cached = load_cached(key, f.dim(), cc);
   if (!cached) extreme_eigenvalues(f.gram(), cc.lambda_max, cc.lambda_min);

@@ -1,11 +1,12 @@
 #pragma once
 // The on-disk cache of the linear models' constants (linear_constants.hpp): one record per
-// data set under $STALE_CACHE_DIR (default ~/.cache/stale), keyed by a hash of the data, the
+// data set under cache_dir() (cache_records.hpp), keyed by a hash of the data, the
 // loss, λ and the algorithms' version. A record that cannot be written only costs time.
 #include <cstdint>
 #include <filesystem>
 #include <string>
 
+#include "objectives/cache_records.hpp"
 #include "objectives/linear_data.hpp"
 
 namespace stale {
@@ -21,8 +22,6 @@ struct CachedConstants {
 
 // the key of (data, loss, λ) under the current algorithm version
 uint64_t constants_key(const LinearData& data, const char* loss, double lambda);
-// where the records live
-std::filesystem::path constants_cache_dir();
 // false when there is no record for `key` or it does not fit dimension d
 bool load_cached(uint64_t key, Index d, CachedConstants& c);
 void store_cached(uint64_t key, Index d, const CachedConstants& c);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "objectives/normal_draw_cache.hpp"
 #include "src/core/error.hpp"
 #include "src/core/rng.hpp"
 
@@ -23,14 +24,13 @@ void partition_batches(LinearData& data, Index batch_size) {
 namespace {
 Mat gaussian(Index rows, Index cols, Rng& rng) {
   Mat A(rows, cols);
-  // column by column so the draw order is fixed regardless of storage
-  for (Index j = 0; j < cols; ++j)
-    for (Index i = 0; i < rows; ++i) A(i, j) = rng.normal();
+  // column by column (the column-major storage order), so the draw order is fixed
+  draw_normals(rng, A.data(), static_cast<size_t>(A.size()));
   return A;
 }
 Vec gaussian(Index n, Rng& rng) {
   Vec v(n);
-  for (Index i = 0; i < n; ++i) v(i) = rng.normal();
+  draw_normals(rng, v.data(), static_cast<size_t>(n));
   return v;
 }
 // n × d with orthonormal columns, from the QR of a Gaussian matrix (needs n >= d)

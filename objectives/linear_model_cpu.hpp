@@ -63,6 +63,9 @@ class LinearModelCpu final : public Objective {
   // matrix for logistic); computed once on first use, safely when runs of an in-process
   // sweep share the objective
   const Mat& gram() const;
+  // the key of this data, loss and λ in the on-disk cache (constants, Gram matrix): the data's
+  // content hashed once per objective, not once per record
+  uint64_t cache_key() const;
   void set_constants(const ObjectiveConstants& c) { constants_ = c; }
 
  private:
@@ -75,6 +78,8 @@ class LinearModelCpu final : public Objective {
   double l2_;
   mutable Mat gram_;
   mutable std::once_flag gram_once_;
+  mutable uint64_t cache_key_ = 0;
+  mutable std::once_flag cache_key_once_;
 };
 
 using LeastSquaresCpu = LinearModelCpu<SquaredLoss>;

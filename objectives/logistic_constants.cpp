@@ -22,7 +22,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   // so a step costs O(n²d + n³) instead of O(nd² + d³) and memory is n² + nd, not d².
   const Index n = data.X.rows(), d = f.dim();
   const bool dual = n < d && lambda > 0;
-  const uint64_t key = constants_key(data, "logistic", lambda);
+  const uint64_t key = f.cache_key();
   CachedConstants cc;
   ObjectiveConstants c;
   c.L_exact = false;
@@ -64,7 +64,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     if (!announced)
       std::fprintf(stderr, "logistic f_*: damped Newton on a dense %lld x %lld system (%s); cached afterwards in %s\n",
                    static_cast<long long>(dual ? n : d), static_cast<long long>(dual ? n : d), data.description.c_str(),
-                   constants_cache_dir().string().c_str());
+                   cache_dir().string().c_str());
     announced = true;
     std::fprintf(stderr, "logistic f_*: Newton step %d, |grad|/|grad_0| = %.2e, %.1f s\n", step, g.norm() / g0, secs);
     std::fflush(stderr);
