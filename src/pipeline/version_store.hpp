@@ -40,6 +40,8 @@ class VersionStore {
     int64_t head = 0;                // slot of the newest version
     int64_t count = 0;
   };
+  // the first value of block i's version current at iterate j (j inside the window)
+  const double* version_at(int block, int64_t j) const;
   BlockPartition blocks_;
   int64_t bound_;
   int64_t k_ = 0;
