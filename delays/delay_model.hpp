@@ -22,6 +22,11 @@ class DelayModel {
   // the largest delay the model can produce: sizes the version store, enters the bound as δ
   virtual int64_t bound() const = 0;
   virtual int64_t delay(int64_t k, int block) const = 0;
+  // d[i] = delay(k, i) for every block i < d.size(): one call per update, so that a model can
+  // share the work its blocks have in common (uniform: the part of the hash that depends on k)
+  virtual void delays(int64_t k, std::vector<int64_t>& d) const {
+    for (size_t i = 0; i < d.size(); ++i) d[i] = delay(k, static_cast<int>(i));
+  }
   // expected delay once k ≥ bound (steady state), for reports
   virtual double steady_state_mean() const = 0;
   // number of updates the model has delays for (a replayed table ends; draws do not)

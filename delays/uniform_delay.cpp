@@ -14,14 +14,22 @@ class UniformDelay final : public DelayModel {
   std::string name() const override { return "uniform"; }
   int64_t bound() const override { return d_; }
   int64_t delay(int64_t k, int block) const override {
-    const uint64_t range = static_cast<uint64_t>(std::min(d_, k)) + 1;
     // 53-bit uniform times range: bias ≤ range / 2^53, far below any test's resolution
     const double u = bits_to_unit(hash_bits(seed_, Stream::Delays, static_cast<uint64_t>(k), static_cast<uint64_t>(block)));
-    return static_cast<int64_t>(u * static_cast<double>(range));
+    return scale(u, k);
+  }
+  // the same values with the k part of the hash taken once (two of six splitmix64 steps a block)
+  void delays(int64_t k, std::vector<int64_t>& d) const override {
+    const uint64_t prefix = hash_bits_prefix(seed_, Stream::Delays, static_cast<uint64_t>(k));
+    for (size_t i = 0; i < d.size(); ++i) d[i] = scale(bits_to_unit(hash_bits_finish(prefix, hash_bits_b_part(i))), k);
   }
   double steady_state_mean() const override { return 0.5 * static_cast<double>(d_); }
 
  private:
+  int64_t scale(double u, int64_t k) const {
+    const uint64_t range = static_cast<uint64_t>(std::min(d_, k)) + 1;
+    return static_cast<int64_t>(u * static_cast<double>(range));
+  }
   int64_t d_;
   uint64_t seed_;
 };

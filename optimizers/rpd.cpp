@@ -124,7 +124,7 @@ class Rpd final : public Method {
     if (const StateBag* resume = obs.resume_state()) st.restore(*resume);
     else obs.on_start(w);
     for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
-      for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
+      delays_->delays(k, d);
       st.store.gather(d, z);
       double stale_sq = 0;
       for (int i = 0; i < S; ++i)
@@ -206,7 +206,7 @@ class Rpd final : public Method {
                    active.end());
       if (active.empty()) break;
       const Index n = static_cast<Index>(active.size());
-      for (int i = 0; i < S; ++i) d[i] = delays_->delay(k, i);
+      delays_->delays(k, d);
       Z.resize(f.dim(), n);
       std::vector<double> stale_sq(active.size(), 0.0);
       // the mixed point of every column (VersionStore::gather, Pc columns at a time)

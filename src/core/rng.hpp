@@ -33,10 +33,17 @@ inline uint64_t splitmix64(uint64_t x) {
 
 // Stateless hash of (seed, stream, a, b) → 64 random bits: a counter-based generator, used
 // where a value must be a pure function of its indices (delay models).
+// hash_bits in two steps, for many b at one (seed, stream, a): the prefix once, then one
+// splitmix64 per b given hash_bits_b_part(b) (which a caller may tabulate)
+inline uint64_t hash_bits_prefix(uint64_t seed, Stream stream, uint64_t a) {
+  const uint64_t h = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(stream) * 0x632be59bd9b4e019ULL));
+  return splitmix64(h ^ splitmix64(a + 0x5851f42d4c957f2dULL));
+}
+inline uint64_t hash_bits_b_part(uint64_t b) { return splitmix64(b + 0x14057b7ef767814fULL); }
+inline uint64_t hash_bits_finish(uint64_t prefix, uint64_t b_part) { return splitmix64(prefix ^ b_part); }
+
 inline uint64_t hash_bits(uint64_t seed, Stream stream, uint64_t a, uint64_t b = 0) {
-  uint64_t h = splitmix64(seed ^ splitmix64(static_cast<uint64_t>(stream) * 0x632be59bd9b4e019ULL));
-  h = splitmix64(h ^ splitmix64(a + 0x5851f42d4c957f2dULL));
-  return splitmix64(h ^ splitmix64(b + 0x14057b7ef767814fULL));
+  return hash_bits_finish(hash_bits_prefix(seed, stream, a), hash_bits_b_part(b));
 }
 
 // uniform double in [0, 1) from 53 random bits

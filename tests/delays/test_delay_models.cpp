@@ -106,4 +106,20 @@ TEST_CASE("TableDelayReplaysCsvAndHdf5AndRejectsImpossibleRows") {
   CHECK(h->horizon() == 3);
 }
 
+TEST_CASE("DelaysOfAllBlocksAtOnceEqualTheBlockByBlockDelays") {
+  // delays(k, d) is the run loop's call; delay(k, i) the definition
+  std::vector<std::unique_ptr<DelayModel>> models;
+  models.push_back(make_uniform_delay(37, 5));
+  models.push_back(make_uniform_delay(16320, 0));
+  models.push_back(make_constant_delay(9));
+  models.push_back(make_zero_delay());
+  for (const auto& m : models) {
+    std::vector<int64_t> d(128);
+    for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{20}, int64_t{36}, int64_t{37}, int64_t{5000}, int64_t{187263}}) {
+      m->delays(k, d);
+      for (int i = 0; i < 128; ++i) REQUIRE(d[static_cast<size_t>(i)] == m->delay(k, i));
+    }
+  }
+}
+
 TEST_SUITE_END();
