@@ -3,6 +3,7 @@
 #include "objectives/linear_model_cpu_sparse.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "src/core/error.hpp"
 
@@ -15,28 +16,32 @@ LinearModelCpuSparse<Loss>::LinearModelCpuSparse(std::shared_ptr<const LinearDat
   blocks_ = BlockPartition(data_->d(), stages);
 }
 
-template <class Loss>
-double LinearModelCpuSparse<Loss>::row_slice_dot(Index i, Index lo, Index len, const double* v) const {
-  const SparseRowMat& X = data_->X_sparse;
+namespace {
+// positions [first, last) in the CSR arrays of row i's nonzeros with column in [lo, lo + len):
+// the row's column indices are sorted, so two binary searches
+std::pair<int, int> row_slice(const SparseRowMat& X, Index i, Index lo, Index len) {
   const int* idx = X.innerIndexPtr();
-  const double* val = X.valuePtr();
   const int *b = idx + X.outerIndexPtr()[i], *e = idx + X.outerIndexPtr()[i + 1];
   const int* p = std::lower_bound(b, e, static_cast<int>(lo));
   const int* q = std::lower_bound(p, e, static_cast<int>(lo + len));
+  return {static_cast<int>(p - idx), static_cast<int>(q - idx)};
+}
+}  // namespace
+
+template <class Loss>
+double LinearModelCpuSparse<Loss>::row_slice_dot(Index i, Index lo, Index len, const double* v) const {
+  const SparseRowMat& X = data_->X_sparse;
+  const auto [first, last] = row_slice(X, i, lo, len);
   double acc = 0;
-  for (; p < q; ++p) acc += val[p - idx] * v[*p - lo];
+  for (int p = first; p < last; ++p) acc += X.valuePtr()[p] * v[X.innerIndexPtr()[p] - lo];
   return acc;
 }
 
 template <class Loss>
 void LinearModelCpuSparse<Loss>::row_slice_axpy(Index i, Index lo, Index len, double r, double* g) const {
   const SparseRowMat& X = data_->X_sparse;
-  const int* idx = X.innerIndexPtr();
-  const double* val = X.valuePtr();
-  const int *b = idx + X.outerIndexPtr()[i], *e = idx + X.outerIndexPtr()[i + 1];
-  const int* p = std::lower_bound(b, e, static_cast<int>(lo));
-  const int* q = std::lower_bound(p, e, static_cast<int>(lo + len));
-  for (; p < q; ++p) g[*p - lo] += r * val[p - idx];
+  const auto [first, last] = row_slice(X, i, lo, len);
+  for (int p = first; p < last; ++p) g[X.innerIndexPtr()[p] - lo] += r * X.valuePtr()[p];
 }
 
 template <class Loss>

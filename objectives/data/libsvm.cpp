@@ -136,6 +136,12 @@ LinearData load_libsvm(const std::string& path, Index dim, bool binary_labels, D
                  path + ": the CSR data matrix (" + std::to_string(nnz) + " nonzeros, " + std::to_string(n) + " x " +
                      std::to_string(d) + "), which",
                  "the file holds more nonzeros than memory allows");
+    // CSR holds a stray index of 10^9 in a few bytes, but every vector of a run (w, gradients,
+    // the constants' solver work: about 10) has d entries: refused here, naming the line
+    check_memory(10.0 * static_cast<double>(d) * sizeof(double),
+                 path + ":" + std::to_string(max_col_line) + ": feature index " + std::to_string(max_col) +
+                     " makes d = " + std::to_string(d) + "; the ~10 vectors of length d a run keeps",
+                 "check that index (the feature count is the largest index)");
     // entries come row by row with increasing indices: CSR's own order, filled without a sort
     data.X_sparse.resize(n, d);
     data.X_sparse.reserve(nnz);
