@@ -66,7 +66,7 @@ batch_size = 10
 stages = 8
 [method]
 name = "rpd"
-lr = 2.0
+lr = 2.0            # per-batch curvature is ~n/b times the full L here (each feature in few rows): 1/L overshoots
 updates = {args.updates}
 [delay]
 name = "uniform"
