@@ -6,6 +6,7 @@
 // Sample weights make the full objective the mean of the batch objectives even when
 // batch sizes differ by one: f = (1/M) Σ_m f_m with f_m the mean loss over batch m, so
 // sample i of batch m carries c_i = 1/(M·n_m) (= 1/n when batch_size divides n).
+#include <Eigen/SparseCore>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,16 +15,22 @@
 
 namespace stale {
 
+// X stored by rows, compressed (CSR): what objective.storage = "sparse" keeps instead of the
+// dense X (objectives/linear_model_cpu_sparse.hpp)
+using SparseRowMat = Eigen::SparseMatrix<double, Eigen::RowMajor>;
+
 struct LinearData {
-  Mat X;                      // n × d, column-major (X[:, slice_s] is contiguous per column)
+  Mat X;                      // n × d, column-major (X[:, slice_s] is contiguous per column); 0 × 0 when sparse
+  SparseRowMat X_sparse;      // n × d CSR when the data are stored sparse (then X is empty), else 0 × 0
   Vec y;                      // n targets (least squares: real; logistic: {0, 1})
   Vec weight;                 // n sample weights c_i
   std::vector<Index> batch_offsets;  // M + 1 row offsets; batch m = rows [off[m], off[m+1])
   std::string description;    // e.g. "random n=600 d=512" or the data file path
   std::string source_path;    // the data file read, resolved ("" for generated data)
   std::optional<Vec> w_true;  // the generating weights, when known
-  Index n() const { return X.rows(); }
-  Index d() const { return X.cols(); }
+  bool sparse() const { return X_sparse.rows() > 0; }
+  Index n() const { return sparse() ? X_sparse.rows() : X.rows(); }
+  Index d() const { return sparse() ? X_sparse.cols() : X.cols(); }
   int num_batches() const { return static_cast<int>(batch_offsets.size()) - 1; }
 };
 

@@ -7,7 +7,9 @@
 #include "objectives/objective_registry.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/linear_constants.hpp"
+#include "objectives/linear_constants_sparse.hpp"
 #include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear_model_cpu_sparse.hpp"
 #include "objectives/linear_model_cuda.hpp"
 #include "src/core/error.hpp"
 
@@ -26,10 +28,25 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg) {
   }
 
   auto data = std::make_shared<LinearData>();
+  const std::string& storage = cfg.get_string("objective.storage");  // read by libsvm and file only
   if (gen == "libsvm") {
     const std::string path = resolve_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"));
-    *data = load_libsvm(path);
+    *data = load_libsvm(path, 0, true, parse_data_storage(storage));
     data->source_path = std::filesystem::absolute(path).lexically_normal().string();
+  } else if (gen == "file" && storage != "dense") {  // CSR is a LIBSVM file's (the other formats are dense arrays)
+    const std::string& spec = cfg.get_string("objective.data");
+    const std::string format = data_file_format(spec);
+    if (format != "libsvm" && storage == "sparse")
+      config_error("objective.storage", "\"sparse\" is for LIBSVM files; objective.data = \"" + spec + "\" is " + format +
+                                            ", read dense (choose auto or dense)");
+    if (format == "libsvm") {
+      const std::string path = resolve_data_file(spec, cfg.get_string("objective.data_dir"));
+      *data = load_libsvm(path, 0, name == "logistic", parse_data_storage(storage));
+      data->source_path = std::filesystem::absolute(path).lexically_normal().string();
+    } else {
+      *data = load_linear_data_file(spec, cfg.get_string("objective.data_dir"), cfg.get_string("objective.label_column"),
+                                    name == "logistic");
+    }
   } else if (gen == "file") {  // the user's own X, y: .npz, .npy pair, HDF5, CSV or LIBSVM
     *data = load_linear_data_file(cfg.get_string("objective.data"), cfg.get_string("objective.data_dir"),
                                   cfg.get_string("objective.label_column"), name == "logistic");
@@ -64,6 +81,23 @@ std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shar
                                          "; every stage needs at least one coordinate");
   const bool logistic = cfg.get_string("objective.name") == "logistic";
   const double l2 = logistic ? cfg.get_float("objective.l2") : 0.0;
+  if (data->sparse()) {
+    // the CSR twin runs on the cpu only; backend = auto takes it there, an explicit cuda is refused
+    if (backend == BackendKind::Cuda && cfg.get_string("backend") == "cuda")
+      config_error("backend", "\"cuda\" holds the data dense; data stored sparse (objective.storage) run on backend = \"cpu\"");
+    std::unique_ptr<Objective> f;
+    if (logistic) {
+      auto lg = std::make_unique<LogisticCpuSparse>(data, S, l2);
+      lg->set_constants(logistic_constants(*lg));
+      f = std::move(lg);
+    } else {
+      auto ls = std::make_unique<LeastSquaresCpuSparse>(data, S, 0.0);
+      ls->set_constants(least_squares_constants(*ls));
+      f = std::move(ls);
+    }
+    f->set_data_file(data->source_path);
+    return f;
+  }
   std::unique_ptr<Objective> cpu;
   ObjectiveConstants constants;
   if (logistic) {
@@ -108,14 +142,14 @@ const bool quadratic = ObjectiveRegistry::add(
      {{"random", {"objective.dim", "objective.samples"}},
       {"nesterov", {"objective.dim", "objective.samples", "objective.mu"}},
       {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
-      {"file", {"objective.data", "objective.data_dir", "objective.label_column"}}},
+      {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
      make_linear_objective});
 const bool logistic = ObjectiveRegistry::add(
     {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton", 1,
      {"objective.generator", "objective.l2"},
      {{"synthetic", {"objective.dim", "objective.samples"}},
-      {"libsvm", {"objective.data", "objective.data_dir"}},
-      {"file", {"objective.data", "objective.data_dir", "objective.label_column"}}},
+      {"libsvm", {"objective.data", "objective.data_dir", "objective.storage"}},
+      {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
      make_linear_objective});
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "objectives/data/data_file.hpp"
 #include "objectives/linear_data.hpp"
 #include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear_model_cpu_sparse.hpp"
 #include "objectives/objective_factory.hpp"
 #include "src/backend/backend.hpp"
 #include "src/config/config.hpp"
@@ -405,7 +406,8 @@ nb::dict stability(const std::string& path, const std::string& text, const std::
     DelayPattern pattern = pattern_from_config(cfg, order);
     const auto f = make_objective(cfg, BackendKind::Cpu);
     const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get());
-    STALE_CHECK(ls != nullptr, "a quadratic objective is least squares on the cpu");
+    if (!ls)  // the only other cpu quadratic is the CSR twin, which never forms the Gram matrix
+      config_error("objective.storage", "\"sparse\": the stability predictor needs the dense Gram matrix; use \"dense\"");
     L = f->constants().L;
     mu = f->constants().mu;
     const StaleRecursion rec(ls->gram(), f->blocks(), std::move(pattern));
@@ -457,15 +459,30 @@ nb::dict objective_data(const std::string& path, const std::string& text, const 
   const LinearData* data = nullptr;
   if (const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get())) data = &ls->data();
   if (const auto* lg = dynamic_cast<const LogisticCpu*>(f.get())) data = &lg->data();
+  if (const auto* ls = dynamic_cast<const LeastSquaresCpuSparse*>(f.get())) data = &ls->data();
+  if (const auto* lg = dynamic_cast<const LogisticCpuSparse*>(f.get())) data = &lg->data();
   STALE_CHECK(data != nullptr, "a linear-model objective on the cpu");
   const size_t n = static_cast<size_t>(data->n()), d = static_cast<size_t>(data->d());
   auto vec = [](const Vec& v) { return to_numpy(std::vector<double>(v.data(), v.data() + v.size())); };
   nb::dict out;
-  // X row-major for numpy (Mat is column-major)
-  std::vector<double> X(n * d);
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < d; ++j) X[i * d + j] = data->X(static_cast<Index>(i), static_cast<Index>(j));
-  out["X"] = to_numpy(std::move(X), {n, d});
+  if (data->sparse()) {
+    // CSR data (objective.storage) stay CSR, without scipy: X is None and X_csr holds the
+    // arrays of scipy.sparse.csr_matrix((data, indices, indptr), shape=shape)
+    const SparseRowMat& S = data->X_sparse;
+    nb::dict csr;
+    csr["indptr"] = to_numpy(std::vector<int64_t>(S.outerIndexPtr(), S.outerIndexPtr() + S.rows() + 1));
+    csr["indices"] = to_numpy(std::vector<int64_t>(S.innerIndexPtr(), S.innerIndexPtr() + S.nonZeros()));
+    csr["data"] = to_numpy(std::vector<double>(S.valuePtr(), S.valuePtr() + S.nonZeros()));
+    csr["shape"] = nb::make_tuple(n, d);
+    out["X"] = nb::none();
+    out["X_csr"] = csr;
+  } else {
+    // X row-major for numpy (Mat is column-major)
+    std::vector<double> X(n * d);
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < d; ++j) X[i * d + j] = data->X(static_cast<Index>(i), static_cast<Index>(j));
+    out["X"] = to_numpy(std::move(X), {n, d});
+  }
   out["y"] = vec(data->y);
   out["weight"] = vec(data->weight);
   out["batch_offsets"] = to_numpy(std::vector<int64_t>(data->batch_offsets.begin(), data->batch_offsets.end()));

@@ -146,7 +146,8 @@ def stability(config=None, lr=None, *, order: str = "expected", solver: str = "a
 
 def objective(config=None, **overrides) -> dict:
     """The data and exact constants of a linear-model config (quadratic or logistic), as a run
-    of it sees them: X [n × d], y (logistic: {0, 1}), the sample weights and batch offsets of
+    of it sees them: X [n × d] (None for data stored sparse, objective.storage: then X_csr holds
+    indptr, indices, data and shape, scipy.sparse.csr_matrix's arrays), y (logistic: {0, 1}), the sample weights and batch offsets of
     the fixed batch partition, w_true (when known), L, μ, f_*, w_* (least squares), the block
     sizes."""
     path, text, assigns = resolve(config, overrides)

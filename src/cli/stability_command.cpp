@@ -67,7 +67,8 @@ int run_stability_command() {
 
   const auto f = make_objective(cfg, BackendKind::Cpu);
   const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get());
-  STALE_CHECK(ls != nullptr, "a quadratic objective is least squares on the cpu");
+  if (!ls)  // the only other cpu quadratic is the CSR twin, which never forms the Gram matrix
+    config_error("objective.storage", "\"sparse\": the stability predictor needs the dense Gram matrix; use \"dense\"");
   const double L = f->constants().L;
   const StaleRecursion rec(ls->gram(), f->blocks(), std::move(pattern));
   const StabilityPredictor pred(rec, ro);

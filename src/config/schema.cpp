@@ -57,6 +57,10 @@ const std::vector<KeySpec>& config_schema() {
           {"geometric", "linear"}),
       Float("objective.l2", 1e-4, "logistic: λ of the (λ/2)‖w‖² regulariser", 0.0),
       Str("objective.data", "", "libsvm: data file; file: X.npz (X, y, w_true), \"X.npy,y.npy\", .h5 (/X, /y, /w_true), .csv or LIBSVM, by extension; charlm: text corpus (empty = tinyshakespeare.txt); a relative path is looked up in objective.data_dir"),
+      Str("objective.storage", "auto",
+          "libsvm, file (LIBSVM): how X is held: dense, or sparse (CSR, cpu only: for data whose dense X does not fit); "
+          "auto = sparse when the dense X would exceed 1 GiB and CSR takes less than half of it, else dense",
+          {"auto", "dense", "sparse"}),
       Str("objective.label_column", "y", "file, .csv: the column holding the labels; every other column is a feature"),
       Str("objective.data_dir", "",
           "directory of real data sets; empty = $STALE_DATA_DIR, else ../shared/data beside the repository, else ./data"),
