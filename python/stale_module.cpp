@@ -16,6 +16,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "objectives/data/data_file.hpp"
@@ -27,6 +29,7 @@
 #include "src/config/config.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
 #include "src/pipeline/cost_model.hpp"
 #include "src/pipeline/schedule.hpp"
@@ -115,28 +118,18 @@ std::shared_ptr<LinearData> data_from_arrays(const Config& cfg, const Array2& X,
   return data;
 }
 
-nb::dict metrics_dict(std::vector<MetricsRow>&& rows) {
-  const size_t n = rows.size();
-  std::vector<int64_t> k(n), stage(n), batch(n);
-  std::vector<std::vector<double>> cols(14, std::vector<double>(n));
-  for (size_t i = 0; i < n; ++i) {
-    const MetricsRow& r = rows[i];
-    k[i] = r.k;
-    stage[i] = r.stage;
-    batch[i] = r.batch;
-    const double v[14] = {r.time, r.loss, r.subopt, r.grad_norm_sq, r.grad_norm_sq_mean, r.stale_dist, r.bound,
-                          r.bound_opt, r.bound_stoch, r.bound_stale, r.G, r.wall, r.batch_loss, r.val_loss};
-    for (int c = 0; c < 14; ++c) cols[c][i] = v[c];
-  }
-  // the run file's /metrics column order (src/io/run_log.cpp)
-  const char* names[14] = {"time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "bound",
-                           "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"};
+// /metrics as numpy arrays, one per column of the run file's table (src/io/metrics_schema.hpp),
+// in its order and with its types
+nb::dict metrics_dict(const std::vector<MetricsRow>& rows) {
   nb::dict m;
-  m["k"] = to_numpy(std::move(k));
-  for (int c = 0; c < 6; ++c) m[names[c]] = to_numpy(std::move(cols[c]));
-  m["stage"] = to_numpy(std::move(stage));
-  m["batch"] = to_numpy(std::move(batch));
-  for (int c = 6; c < 14; ++c) m[names[c]] = to_numpy(std::move(cols[c]));
+  for (const auto& c : metric_columns())
+    std::visit(
+        [&](auto member) {
+          std::vector<std::remove_reference_t<decltype(MetricsRow{}.*member)>> col(rows.size());
+          for (size_t i = 0; i < rows.size(); ++i) col[i] = rows[i].*member;
+          m[c.name] = to_numpy(std::move(col));
+        },
+        c.member);
   return m;
 }
 
@@ -201,7 +194,7 @@ nb::dict run(const std::string& path, const std::string& text, const std::vector
   d["updates"] = res.updates;
   d["config"] = m.config_toml;
   d["seed"] = cfg.get_int("seed");
-  d["metrics"] = metrics_dict(std::move(m.metrics));
+  d["metrics"] = metrics_dict(m.metrics);
   const size_t dim = static_cast<size_t>(m.objective.d);
   const size_t logged = m.iterates_k.size();
   d["iterates"] = to_numpy(std::move(m.iterates), {logged, dim});
@@ -518,6 +511,11 @@ NB_MODULE(_stale, m) {
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
   m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
+  m.def("metric_names", [] {
+    std::vector<std::string> names;
+    for (const auto& c : stale::metric_columns()) names.push_back(c.name);
+    return names;
+  }, "the /metrics series in the run file's order (src/io/metrics_schema.hpp)");
   m.def("released_calls", [] { return g_released_calls.load(); },
         "C++ calls now running with the interpreter lock released");
   m.def("config_keys", [] {

@@ -8,10 +8,11 @@ import tomllib
 
 import numpy as np
 
+from . import _stale
 from ._stale import ConfigError
 from .config import flatten
 
-# the run file layout this package reads (src/io/run_log.cpp writes schema_version 1)
+# the run file layout this package reads (src/io/run_file.cpp writes schema_version 1)
 RUN_SCHEMA_VERSION = 1
 
 
@@ -92,8 +93,7 @@ def load(path) -> Run:
         if version != RUN_SCHEMA_VERSION:
             raise ConfigError(f"{path}: run file schema_version {version}; this package reads {RUN_SCHEMA_VERSION}")
         metrics = {name: f["metrics"][name][()] for name in f["metrics"]}
-        order = ["k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage", "batch",
-                 "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"]
+        order = _stale.metric_names()  # the writer's table (src/io/metrics_schema.cpp)
         metrics = {k: metrics[k] for k in order if k in metrics} | {k: v for k, v in metrics.items() if k not in order}
         d = f["objective"].attrs.get("d", 0) if "objective" in f else 0
         fields = {

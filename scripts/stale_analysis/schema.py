@@ -1,12 +1,14 @@
-"""The run file's metric series and the sweep index's columns: the one table the Python side
-reads them by (name, type, unit, meaning).
+"""The run file's metric series and the sweep index's columns: the table the Python side reads
+them by (name, type, unit, meaning).
 
-The writers are C++: src/io/run_log.cpp (its `names` list, in MetricsRow order) writes
-/metrics, src/run/sweep_index.cpp writes index.csv. Until the writer stamps a `unit` and a
-`description` attribute on each /metrics dataset, this table is kept equal to it by hand, and
-`scripts/check_metrics_schema.py` (a ctest) makes a run and a sweep with the binary and fails
-when the files and this table disagree. `metric_info` prefers a dataset's own attributes when
-a file has them, so a newer writer's units win over this table.
+The source of truth is C++: src/io/metrics_schema.cpp holds one row per /metrics series and
+per index result column, and the writers and readers (the run file, in-memory runs, resume,
+the sweep index) all go through it; `stale schema --json` prints it. This module keeps a copy
+so that it imports without the binary; `scripts/check_metrics_schema.py` (a ctest) compares
+it with `stale schema --json` field by field (name, dtype, unit, description, order) and with
+the files a run and a sweep actually write, and fails on any difference. Run files also carry
+each series' `unit` and `description` as attributes of its /metrics dataset (index.h5 of its
+columns); `metric_info` prefers those, so a file describes itself whatever this copy says.
 """
 from __future__ import annotations
 
@@ -46,9 +48,22 @@ METRICS = (
 METRIC_NAMES = tuple(m.name for m in METRICS)
 _BY_NAME = {m.name: m for m in METRICS}
 
-# index.csv: run, position, the sweep's varying keys, status, these results, path
-INDEX_RESULTS = ("k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound", "time_to_eps_k",
-                 "time_to_eps", "wall_seconds")
+# index.csv: run, position, the sweep's varying keys, status, these results, path (index.h5:
+# one dataset each); a result is empty in the CSV (NaN in index.h5) when the run file is missing
+INDEX_COLUMNS = (
+    Metric("k", "float64", "block updates", "block updates done (the last logged k)"),
+    Metric("time", "float64", "simulated time", "simulated time at the last logged update (NaN without a schedule)"),
+    Metric("loss", "float64", "loss", "f at the last logged update"),
+    Metric("subopt", "float64", "loss", "f - f_* at the last logged update"),
+    Metric("grad_norm_sq", "float64", "squared gradient norm", "‖∇f(w_k)‖² at the last logged update"),
+    Metric("grad_norm_sq_mean", "float64", "squared gradient norm", "(1/K) Σ_{k<K} ‖∇f(w_k)‖² at the end"),
+    Metric("bound", "float64", "squared gradient norm", "the convergence bound at the end"),
+    Metric("time_to_eps_k", "float64", "block updates",
+           "the first logged k with f - f_* ≤ epsilon (empty: never, or no epsilon)"),
+    Metric("time_to_eps", "float64", "simulated time", "the simulated time of time_to_eps_k"),
+    Metric("wall_seconds", "float64", "seconds", "the run's wall time (its root attribute wall_seconds)"),
+)
+INDEX_RESULTS = tuple(c.name for c in INDEX_COLUMNS)
 INDEX_LEADING = ("run", "position")
 INDEX_TRAILING = ("status",) + INDEX_RESULTS + ("path",)
 # index columns that are not grid axes

@@ -1,4 +1,4 @@
-// The `stale` command line: run, sweep, schedule, sample, stability, info, keys, list
+// The `stale` command line: run, sweep, schedule, sample, stability, info, keys, list, schema
 // (docs/design.md "Command line"). User errors (bad config, missing file, a command line CLI11
 // cannot parse) print one line on stderr and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
@@ -14,6 +14,7 @@
 #include "src/cli/list_command.hpp"
 #include "src/cli/sample_command.hpp"
 #include "src/cli/schedule_command.hpp"
+#include "src/cli/schema_command.hpp"
 #include "src/cli/stability_command.hpp"
 #include "src/cli/sweep_command.hpp"
 #include "src/core/build_info.hpp"
@@ -144,6 +145,7 @@ int main(int argc, char** argv) {
   add_sample_command(app);
   add_list_command(app);
   add_stability_command(app);
+  add_schema_command(app);
 
   try {
     app.parse(argc, argv);
@@ -169,6 +171,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("sample")) return run_sample_command();
     if (app.got_subcommand("list")) return run_list_command();
     if (app.got_subcommand("stability")) return run_stability_command();
+    if (app.got_subcommand("schema")) return run_schema_command();
     return run_keys_command();
   } catch (const UserError& e) {
     std::fprintf(stderr, "error: %s\n", one_line(e.what()).c_str());

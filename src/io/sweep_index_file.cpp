@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
@@ -19,20 +20,24 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
     auto f = h5::open_file_readonly(path);
     row.status = h5::read_attr_string(f.id(), "status");
     row.wall = h5::read_attr_double(f.id(), "wall_seconds");
-    const auto k = h5::read_vector_int(f.id(), "metrics/k");
-    const auto t = h5::read_vector_double(f.id(), "metrics/time");
-    const auto sub = h5::read_vector_double(f.id(), "metrics/subopt");
-    row.k = k.empty() ? NAN : static_cast<double>(k.back());
-    row.time = last_of(t);
-    row.loss = last_of(h5::read_vector_double(f.id(), "metrics/loss"));
-    row.subopt = last_of(sub);
-    row.grad_norm_sq = last_of(h5::read_vector_double(f.id(), "metrics/grad_norm_sq"));
-    row.grad_norm_sq_mean = last_of(h5::read_vector_double(f.id(), "metrics/grad_norm_sq_mean"));
-    row.bound = last_of(h5::read_vector_double(f.id(), "metrics/bound"));
+    std::map<std::string, std::vector<double>> read;  // /metrics series by name, each read once
+    auto series = [&](const std::string& name) -> const std::vector<double>& {
+      auto it = read.find(name);
+      if (it == read.end()) {
+        std::vector<hsize_t> dims;
+        it = read.emplace(name, h5::read_array_double(f.id(), "metrics/" + name, dims)).first;
+      }
+      return it->second;
+    };
+    for (const auto& c : index_columns())
+      if (c.metric) row.*c.member = last_of(series(c.metric));
+    const auto& k = series("k");
+    const auto& t = series("time");
+    const auto& sub = series("subopt");
     if (epsilon > 0)
       for (size_t i = 0; i < sub.size(); ++i)
         if (sub[i] <= epsilon) {
-          row.time_to_eps_k = static_cast<double>(k[i]);
+          row.time_to_eps_k = k[i];
           row.time_to_eps = t[i];
           break;
         }
@@ -56,7 +61,12 @@ void write_index_h5(const std::string& path, const IndexTable& t) {
     h5::write_vector(f.id(), "position", t.position);
     auto g = h5::create_group(f.id(), "axes");
     for (const auto& [key, values] : t.axes) h5::write_strings(g.id(), key, values);
-    for (const auto& [name, values] : t.columns) h5::write_vector(f.id(), name, values);
+    for (const auto& [column, values] : t.columns) {
+      h5::write_vector(f.id(), column->name, values);
+      auto d = h5::open_dataset(f.id(), column->name);
+      h5::write_attr(d.id(), "unit", std::string(column->unit));
+      h5::write_attr(d.id(), "description", std::string(column->description));
+    }
   }
   std::filesystem::rename(partial, path);
 }

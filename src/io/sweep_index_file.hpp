@@ -1,22 +1,18 @@
 #pragma once
 // What a sweep's index needs from HDF5: the last values of a finished run file, and the
-// index file itself (one dataset per column). HDF5 types stay inside src/io.
-#include <cmath>
+// index file itself (one dataset per column). HDF5 types stay inside src/io. The result
+// columns, and the series each is read from, are the table of src/io/metrics_schema.hpp.
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "src/io/metrics_schema.hpp"
+
 namespace stale {
 
-struct RunSummary {
-  std::string status = "missing";  // the run file's status, or "unreadable"
-  double k = NAN, time = NAN, loss = NAN, subopt = NAN, grad_norm_sq = NAN, grad_norm_sq_mean = NAN, bound = NAN,
-         wall = NAN, time_to_eps_k = NAN, time_to_eps = NAN;
-};
-
-// Last logged values of a run file; time_to_eps* is the first logged k (and time) with
-// f − f_* ≤ epsilon (epsilon ≤ 0: not computed).
+// Last logged values of a run file (index_columns() names the series); time_to_eps* is the
+// first logged k (and time) with f − f_* ≤ epsilon (epsilon ≤ 0: not computed).
 RunSummary read_run_summary(const std::string& path, double epsilon);
 
 struct IndexTable {
@@ -25,10 +21,11 @@ struct IndexTable {
   std::vector<std::string> run, status, path;
   std::vector<int64_t> position;
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;  // key → value text per row
-  std::vector<std::pair<std::string, std::vector<double>>> columns;     // name → value per row
+  std::vector<std::pair<const IndexColumn*, std::vector<double>>> columns;  // column → value per row
 };
 
-// Writes the table to path (through a temporary file renamed at the end).
+// Writes the table to path (through a temporary file renamed at the end); each result column
+// carries its `unit` and `description` as attributes.
 void write_index_h5(const std::string& path, const IndexTable& table);
 
 }  // namespace stale

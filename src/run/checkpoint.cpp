@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "src/core/error.hpp"
-#include "src/io/run_log.hpp"
+#include "src/io/run_file.hpp"
 
 namespace stale {
 

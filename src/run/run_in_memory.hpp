@@ -1,8 +1,9 @@
 #pragma once
 // One run without a run file: what `stale run` would write, kept in memory (the Python
-// package's `stale.run(config)` without `out=`; python/stale_module.cpp). The arithmetic is the
-// runner's (src/run/runner.cpp): the same objective, method, plan and MetricsObserver, so
-// every series equals the run file's bit for bit (tests/python/test_run.py checks it against
+// package's `stale.run(config)` without `out=`; python/stale_module.cpp). It is the runner's
+// RunSession (src/run/run_session.hpp) writing to a log in memory instead of a RunFile: the
+// same checks, objective, method, plan, MetricsObserver, theory record and schedule record, so
+// every series equals the run file's bit for bit (tests/python/test_package.py checks it against
 // the CLI); only the wall times differ. Bad input throws the same UserError, before anything runs.
 #include <memory>
 #include <string>
@@ -41,6 +42,7 @@ struct InMemoryRun {
   std::vector<int64_t> delay_max;      // /delay_summary (when delay_rows > 0)
   std::vector<double> delay_mean;
   TheoryConstants theory;              // /theory
+  DelayMoments delay_moments;          // /delay_moments (schedule methods with one replica)
   ObjectiveSummary objective;
   ScheduleSummary schedule;
 };

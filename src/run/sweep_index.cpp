@@ -36,23 +36,6 @@ std::string unquote(const std::string& v) {
   return v.size() >= 2 && v.front() == '"' ? v.substr(1, v.size() - 2) : v;
 }
 
-// the numeric columns, in CSV order
-const std::vector<std::pair<const char*, double RunSummary::*>>& columns() {
-  static const std::vector<std::pair<const char*, double RunSummary::*>> c = {
-      {"k", &RunSummary::k},
-      {"time", &RunSummary::time},
-      {"loss", &RunSummary::loss},
-      {"subopt", &RunSummary::subopt},
-      {"grad_norm_sq", &RunSummary::grad_norm_sq},
-      {"grad_norm_sq_mean", &RunSummary::grad_norm_sq_mean},
-      {"bound", &RunSummary::bound},
-      {"time_to_eps_k", &RunSummary::time_to_eps_k},
-      {"time_to_eps", &RunSummary::time_to_eps},
-      {"wall_seconds", &RunSummary::wall},
-  };
-  return c;
-}
-
 }  // namespace
 
 void write_text_file(const std::string& path, const std::string& text) {
@@ -90,23 +73,23 @@ void write_sweep_index(const Sweep& sweep, const std::string& out_dir) {
     for (const auto& r : sweep.runs) col.push_back(r.values[a].second);
     t.axes.emplace_back(sweep.axes[a], std::move(col));
   }
-  for (const auto& [name, field] : columns()) {
+  for (const auto& c : index_columns()) {
     std::vector<double> col;
-    for (const auto& r : rows) col.push_back(r.*field);
-    t.columns.emplace_back(name, std::move(col));
+    for (const auto& r : rows) col.push_back(r.*c.member);
+    t.columns.emplace_back(&c, std::move(col));
   }
 
   std::ostringstream csv;
   csv << "run,position";
   for (const auto& a : sweep.axes) csv << "," << csv_escape(a);
   csv << ",status";
-  for (const auto& [name, field] : columns()) csv << "," << name;
+  for (const auto& c : index_columns()) csv << "," << c.name;
   csv << ",path\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     csv << t.run[i] << "," << t.position[i];
     for (const auto& kv : sweep.runs[i].values) csv << "," << csv_escape(unquote(kv.second));
     csv << "," << t.status[i];
-    for (const auto& [name, field] : columns()) csv << "," << num(rows[i].*field);
+    for (const auto& c : index_columns()) csv << "," << num(rows[i].*c.member);
     csv << "," << t.path[i] << "\n";
   }
   write_text_file((dir / "index.csv").string(), csv.str());

@@ -10,6 +10,7 @@
 #include "objectives/objective_factory.hpp"
 #include "src/core/rng.hpp"
 #include "optimizers/method.hpp"
+#include "src/io/run_file.hpp"
 #include "src/run/metrics_observer.hpp"
 
 using namespace stale;
@@ -44,7 +45,7 @@ void BM_RpdUpdates(benchmark::State& state) {
   auto method = make_method(cfg, *f);
   const std::string path = (std::filesystem::temp_directory_path() / "stale-bench-rpd.h5").string();
   for (auto _ : state) {
-    RunLog log(path, f->dim(), f->stages(), true);
+    RunFile log(path, f->dim(), f->stages(), true);
     MetricsOptions opt;
     opt.every = every;
     opt.iterates_every = 0;

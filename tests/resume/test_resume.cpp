@@ -11,7 +11,7 @@
 
 #include "src/core/state_bag.hpp"
 #include "src/io/h5.hpp"
-#include "src/io/run_log.hpp"
+#include "src/io/run_file.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/sweep.hpp"

@@ -1,10 +1,13 @@
-#include "src/io/run_log.hpp"
+#include "src/io/run_file.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <unistd.h>
+
+#include <type_traits>
+#include <variant>
 
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
@@ -22,14 +25,12 @@ std::string now_iso() {
   return buf;
 }
 constexpr hsize_t kChunk = 1024;
+hid_t h5_type(ColumnType t) { return t == ColumnType::Int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE; }
 }  // namespace
 
-struct RunLog::Impl {
+struct RunFile::Impl {
   h5::Handle file, metrics, theory;
-  // series, in MetricsRow order
-  std::vector<std::string> names = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist",
-                                    "stage", "batch", "bound", "bound_opt", "bound_stoch", "bound_stale", "G", "wall", "batch_loss", "val_loss"};
-  std::vector<h5::Appendable> series;
+  std::vector<h5::Appendable> series;  // /metrics, one per row of metric_columns()
   std::vector<MetricsRow> rows;
   h5::Appendable iterates, iterates_k;
   std::vector<double> it_buf;
@@ -39,9 +40,7 @@ struct RunLog::Impl {
   bool keep_table = false;
   h5::Appendable delay_table;
   std::vector<int64_t> delay_buf;
-  int64_t delay_rows = 0;
-  std::vector<int64_t> delay_max;
-  std::vector<double> delay_sum;
+  DelaySummary delay_summary;
   // checkpoints: two slots and the index naming the valid one {valid, slot, bytes, k}
   h5::Handle slot[2], index;
   int last_slot = 1;
@@ -51,7 +50,6 @@ struct RunLog::Impl {
   double flush_seconds = 5.0;
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
   bool done = false;
-  static bool is_int(const std::string& n) { return n == "k" || n == "stage" || n == "batch"; }
   // every dataset, then the file: HDF5 flushes and releases them in that order
   void close() {
     series.clear();
@@ -68,8 +66,8 @@ struct RunLog::Impl {
   // the datasets of a (re)opened file; no group handle stays open (SWMR mode wants none)
   void open_datasets() {
     series.clear();
-    for (const auto& n : names)
-      series.push_back(h5::Appendable::open(file.id(), "metrics/" + n, is_int(n) ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0));
+    for (const auto& c : metric_columns())
+      series.push_back(h5::Appendable::open(file.id(), std::string("metrics/") + c.name, h5_type(c.type()), 0));
     iterates = h5::Appendable::open(file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim));
     iterates_k = h5::Appendable::open(file.id(), "iterates_k", H5T_NATIVE_INT64, 0);
     if (keep_table) delay_table = h5::Appendable::open(file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(stages));
@@ -86,7 +84,7 @@ struct RunLog::Impl {
   }
 };
 
-RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table, double flush_seconds)
+RunFile::RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table, double flush_seconds)
     : impl_(std::make_unique<Impl>()), path_(path) {
   namespace fs = std::filesystem;
   const fs::path parent = fs::path(path).parent_path();
@@ -106,8 +104,11 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
   I.keep_table = keep_delay_table;
   {
     auto metrics = h5::create_group(I.file.id(), "metrics");
-    for (const auto& n : I.names)
-      h5::Appendable(metrics.id(), n, Impl::is_int(n) ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 0, kChunk);
+    for (const auto& c : metric_columns()) {
+      const h5::Appendable series(metrics.id(), c.name, h5_type(c.type()), 0, kChunk);
+      h5::write_attr(series.id(), "unit", std::string(c.unit));
+      h5::write_attr(series.id(), "description", std::string(c.description));
+    }
   }
   h5::Appendable(I.file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim),
                  std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)), -1,
@@ -124,8 +125,7 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
     h5::write_vector(ck.id(), "index", std::vector<int64_t>{0, 0, 0, 0});
   }
   I.open_datasets();
-  I.delay_max.assign(stages, 0);
-  I.delay_sum.assign(stages, 0.0);
+  I.delay_summary = DelaySummary(stages);
   h5::write_attr(I.file.id(), "started", now_iso());
   h5::write_attr(I.file.id(), "status", std::string("running"));
   // who writes it: `stale run --resume` refuses a .partial that a live process still writes
@@ -135,7 +135,7 @@ RunLog::RunLog(const std::string& path, int64_t dim, int64_t stages, bool keep_d
   h5::write_attr(I.file.id(), "writer_host", std::string(host));
 }
 
-void RunLog::start_streaming() {
+void RunFile::start_streaming() {
   auto& I = *impl_;
   if (I.phase != Impl::Phase::Header) return;
   I.close();
@@ -147,17 +147,17 @@ void RunLog::start_streaming() {
   I.last_flush = std::chrono::steady_clock::now();
 }
 
-void RunLog::flush_now() {
+void RunFile::flush_now() {
   flush();
   impl_->last_flush = std::chrono::steady_clock::now();
 }
 
-bool RunLog::flush_due() const {
+bool RunFile::flush_due() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->last_flush).count() >=
          impl_->flush_seconds;
 }
 
-RunLog::~RunLog() {
+RunFile::~RunFile() {
   if (impl_ && !impl_->done) {
     try {
       abort();
@@ -166,7 +166,7 @@ RunLog::~RunLog() {
   }
 }
 
-void RunLog::write_root(const std::string& config_toml, int64_t seed, const std::string& backend,
+void RunFile::write_root(const std::string& config_toml, int64_t seed, const std::string& backend,
                         const std::string& device, const std::string& precision) {
   const hid_t f = impl_->file.id();
   h5::write_attr(f, "schema_version", int64_t{1});
@@ -179,7 +179,7 @@ void RunLog::write_root(const std::string& config_toml, int64_t seed, const std:
   h5::write_attr(f, "precision", precision);
 }
 
-void RunLog::write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes,
+void RunFile::write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes,
                              double L, double mu, double f_star, int64_t batches, const std::string& description) {
   auto g = h5::create_group(impl_->file.id(), "objective");
   h5::write_attr(g.id(), "name", name);
@@ -194,33 +194,29 @@ void RunLog::write_objective(const std::string& name, int64_t n, int64_t d, cons
   h5::write_attr(g.id(), "description", description);
 }
 
-void RunLog::write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) {
+void RunFile::write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) {
   auto g = h5::open_group(impl_->file.id(), "objective");
   h5::write_attr(g.id(), "data_path", path);
   h5::write_attr(g.id(), "data_bytes", bytes);
   h5::write_attr(g.id(), "data_sha256", sha256);
 }
 
-void RunLog::append_metrics(const MetricsRow& row) {
+void RunFile::append_metrics(const MetricsRow& row) {
   start_streaming();
   impl_->rows.push_back(row);
   if (impl_->rows.size() >= kChunk) flush();
 }
 
-void RunLog::append_iterate(int64_t k, const Vec& w) {
+void RunFile::append_iterate(int64_t k, const Vec& w) {
   start_streaming();
   impl_->it_buf.insert(impl_->it_buf.end(), w.data(), w.data() + w.size());
   impl_->itk_buf.push_back(k);
   if (impl_->itk_buf.size() >= 64) flush();
 }
 
-void RunLog::append_delays(const std::vector<int64_t>& d) {
+void RunFile::append_delays(const std::vector<int64_t>& d) {
   auto& I = *impl_;
-  for (int64_t s = 0; s < I.stages; ++s) {
-    I.delay_max[s] = std::max(I.delay_max[s], d[s]);
-    I.delay_sum[s] += static_cast<double>(d[s]);
-  }
-  ++I.delay_rows;
+  I.delay_summary.add(d);
   if (!I.keep_table) return;
   start_streaming();
   I.delay_buf.insert(I.delay_buf.end(), d.begin(), d.begin() + I.stages);
@@ -231,7 +227,7 @@ void RunLog::append_delays(const std::vector<int64_t>& d) {
 // opened for writing outside SWMR mode cannot be opened by anyone until it is closed, so the
 // last writes go to a copy (path.partial.closing) that replaces the .partial or becomes the
 // finished file by a rename: a kill at any moment leaves the .partial readable.
-void RunLog::end_streaming() {
+void RunFile::end_streaming() {
   auto& I = *impl_;
   if (I.phase == Impl::Phase::Closing) return;
   start_streaming();  // a run that never appended still becomes path.partial
@@ -244,7 +240,7 @@ void RunLog::end_streaming() {
   I.phase = Impl::Phase::Closing;
 }
 
-void RunLog::write_theory(const TheoryConstants& t) {
+void RunFile::write_theory(const TheoryConstants& t) {
   end_streaming();
   auto g = h5::create_group(impl_->file.id(), "theory");
   h5::write_attr(g.id(), "L", t.L);
@@ -268,7 +264,7 @@ void RunLog::write_theory(const TheoryConstants& t) {
                  std::string("2 S Delta0 / (lr K) + lr S L G^2 + lr^2 L^2 delta^2 G^2 (docs/theory.md section 3)"));
 }
 
-void RunLog::write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed) {
+void RunFile::write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed) {
   end_streaming();
   write_schedule_group(impl_->file.id(), s, sim, static_cast<int64_t>(s.ops.size()) <= kMaxDelayEntries);
   auto g = h5::open_group(impl_->file.id(), "schedule");
@@ -284,40 +280,28 @@ void RunLog::write_schedule(const Schedule& s, const SimResult& sim, const std::
   h5::write_attr(g.id(), "steady_mean_delay", sim.steady_delays.updates() ? sim.steady_delays.mean_overall() : 0.0);
 }
 
-void RunLog::write_delay_moments(const DelayMoments& m) { write_delay_moments_group(impl_->file.id(), m); }
+void RunFile::write_delay_moments(const DelayMoments& m) { write_delay_moments_group(impl_->file.id(), m); }
 
-void RunLog::flush() {
+void RunFile::flush() {
   auto& I = *impl_;
   if (I.phase == Impl::Phase::Header) return;  // nothing appended yet
   if (!I.rows.empty()) {
     const size_t n = I.rows.size();
     std::vector<double> col(n);
     std::vector<int64_t> icol(n);
-    auto put_i = [&](size_t idx, auto get) {
-      for (size_t r = 0; r < n; ++r) icol[r] = get(I.rows[r]);
-      I.series[idx].append(icol.data(), n);
-    };
-    auto put_d = [&](size_t idx, auto get) {
-      for (size_t r = 0; r < n; ++r) col[r] = get(I.rows[r]);
-      I.series[idx].append(col.data(), n);
-    };
-    put_i(0, [](const MetricsRow& r) { return r.k; });
-    put_d(1, [](const MetricsRow& r) { return r.time; });
-    put_d(2, [](const MetricsRow& r) { return r.loss; });
-    put_d(3, [](const MetricsRow& r) { return r.subopt; });
-    put_d(4, [](const MetricsRow& r) { return r.grad_norm_sq; });
-    put_d(5, [](const MetricsRow& r) { return r.grad_norm_sq_mean; });
-    put_d(6, [](const MetricsRow& r) { return r.stale_dist; });
-    put_i(7, [](const MetricsRow& r) { return r.stage; });
-    put_i(8, [](const MetricsRow& r) { return r.batch; });
-    put_d(9, [](const MetricsRow& r) { return r.bound; });
-    put_d(10, [](const MetricsRow& r) { return r.bound_opt; });
-    put_d(11, [](const MetricsRow& r) { return r.bound_stoch; });
-    put_d(12, [](const MetricsRow& r) { return r.bound_stale; });
-    put_d(13, [](const MetricsRow& r) { return r.G; });
-    put_d(14, [](const MetricsRow& r) { return r.wall; });
-    put_d(15, [](const MetricsRow& r) { return r.batch_loss; });
-    put_d(16, [](const MetricsRow& r) { return r.val_loss; });
+    const auto& columns = metric_columns();
+    for (size_t c = 0; c < columns.size(); ++c)
+      std::visit(
+          [&](auto member) {
+            if constexpr (std::is_same_v<decltype(member), int64_t MetricsRow::*>) {
+              for (size_t r = 0; r < n; ++r) icol[r] = I.rows[r].*member;
+              I.series[c].append(icol.data(), n);
+            } else {
+              for (size_t r = 0; r < n; ++r) col[r] = I.rows[r].*member;
+              I.series[c].append(col.data(), n);
+            }
+          },
+          columns[c].member);
     I.rows.clear();
   }
   if (!I.itk_buf.empty()) {
@@ -333,7 +317,7 @@ void RunLog::flush() {
   h5::flush_file(I.file.id());
 }
 
-void RunLog::write_checkpoint(const StateBag& state, int64_t k) {
+void RunFile::write_checkpoint(const StateBag& state, int64_t k) {
   auto& I = *impl_;
   start_streaming();
   flush();  // every row up to k is in the file before the checkpoint that counts them
@@ -341,9 +325,9 @@ void RunLog::write_checkpoint(const StateBag& state, int64_t k) {
   all.put("log/metrics_rows", static_cast<int64_t>(I.series.front().rows()));
   all.put("log/iterate_rows", static_cast<int64_t>(I.iterates.rows()));
   all.put("log/delay_table_rows", static_cast<int64_t>(I.keep_table ? I.delay_table.rows() : 0));
-  all.put("log/delay_rows", I.delay_rows);
-  all.put_ints("log/delay_max", I.delay_max);
-  all.put_doubles("log/delay_sum", I.delay_sum);
+  all.put("log/delay_rows", I.delay_summary.updates);
+  all.put_ints("log/delay_max", I.delay_summary.max);
+  all.put_doubles("log/delay_sum", I.delay_summary.sum);
   const std::vector<uint8_t> bytes = all.serialize();
   const int s = 1 - I.last_slot;
   h5::write_bytes(I.slot[s].id(), bytes);
@@ -354,7 +338,7 @@ void RunLog::write_checkpoint(const StateBag& state, int64_t k) {
   I.last_flush = std::chrono::steady_clock::now();
 }
 
-void RunLog::adopt(const PartialRun& from) {
+void RunFile::adopt(const PartialRun& from) {
   auto& I = *impl_;
   STALE_CHECK(I.phase == Impl::Phase::Header, "adopt before the run file streams");
   h5::write_attr(I.file.id(), "started", from.started);
@@ -377,23 +361,23 @@ void RunLog::adopt(const PartialRun& from) {
     }
   };
   const int64_t rows = st.get_int("log/metrics_rows");
-  for (size_t i = 0; i < I.names.size(); ++i) {
-    const bool integer = Impl::is_int(I.names[i]);
-    copy("metrics/" + I.names[i], I.series[i], integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE, 8, 0, rows);
-  }
+  const auto& columns = metric_columns();
+  for (size_t c = 0; c < columns.size(); ++c)
+    copy(std::string("metrics/") + columns[c].name, I.series[c], h5_type(columns[c].type()), 8, 0, rows);
   const int64_t it = st.get_int("log/iterate_rows");
   copy("iterates", I.iterates, H5T_NATIVE_DOUBLE, 8, static_cast<hsize_t>(I.dim), it);
   copy("iterates_k", I.iterates_k, H5T_NATIVE_INT64, 8, 0, it);
   if (I.keep_table)
     copy("delays", I.delay_table, H5T_NATIVE_INT64, 8, static_cast<hsize_t>(I.stages), st.get_int("log/delay_table_rows"));
-  I.delay_rows = st.get_int("log/delay_rows");
-  I.delay_max = st.get_ints("log/delay_max");
-  I.delay_sum = st.get_doubles("log/delay_sum");
-  if (static_cast<int64_t>(I.delay_max.size()) != I.stages || static_cast<int64_t>(I.delay_sum.size()) != I.stages)
+  I.delay_summary.updates = st.get_int("log/delay_rows");
+  I.delay_summary.max = st.get_ints("log/delay_max");
+  I.delay_summary.sum = st.get_doubles("log/delay_sum");
+  if (static_cast<int64_t>(I.delay_summary.max.size()) != I.stages ||
+      static_cast<int64_t>(I.delay_summary.sum.size()) != I.stages)
     throw UserError(from.path + ": the checkpoint's delay summary does not match objective.stages");
 }
 
-void RunLog::interrupt(double wall_seconds, const std::string& message) {
+void RunFile::interrupt(double wall_seconds, const std::string& message) {
   auto& I = *impl_;
   end_streaming();
   const hid_t f = I.file.id();
@@ -407,7 +391,7 @@ void RunLog::interrupt(double wall_seconds, const std::string& message) {
   I.done = true;
 }
 
-void RunLog::finish(const std::string& status, double wall_seconds, const std::string& message) {
+void RunFile::finish(const std::string& status, double wall_seconds, const std::string& message) {
   auto& I = *impl_;
   end_streaming();
   const hid_t f = I.file.id();
@@ -420,13 +404,11 @@ void RunLog::finish(const std::string& status, double wall_seconds, const std::s
     I.delay_table = h5::Appendable();
     h5::unlink(f, "delays");
   }
-  if (I.delay_rows > 0) {
+  if (I.delay_summary.updates > 0) {
     auto g = h5::create_group(f, "delay_summary");
-    std::vector<double> mean(I.stages);
-    for (int64_t s = 0; s < I.stages; ++s) mean[s] = I.delay_sum[s] / static_cast<double>(I.delay_rows);
-    h5::write_vector(g.id(), "max", I.delay_max);
-    h5::write_vector(g.id(), "mean", mean);
-    h5::write_attr(g.id(), "updates", I.delay_rows);
+    h5::write_vector(g.id(), "max", I.delay_summary.max);
+    h5::write_vector(g.id(), "mean", I.delay_summary.mean());
+    h5::write_attr(g.id(), "updates", I.delay_summary.updates);
     h5::write_attr(g.id(), "table_kept", int64_t{I.keep_table});
   }
   h5::write_attr(f, "status", status);
@@ -443,7 +425,7 @@ void RunLog::finish(const std::string& status, double wall_seconds, const std::s
   I.done = true;
 }
 
-void RunLog::abort() {
+void RunFile::abort() {
   auto& I = *impl_;
   I.close();
   std::error_code ec;

@@ -1,0 +1,92 @@
+#pragma once
+// The run file (docs/design.md "The run file"): one HDF5 file per run, readable with plain h5py;
+// the RunLog (src/io/run_log.hpp) of every run that has a path. Its /metrics datasets follow
+// the metrics table (src/io/metrics_schema.hpp), each with a `unit` and a `description`
+// attribute. Written as NAME.h5.partial and renamed to NAME.h5 by finish(); abort() removes it,
+// so a failed run leaves nothing half-written under the final name.
+//
+// Crash consistency (issue 12): the header (root attributes, /objective) is written to
+// NAME.h5.partial.new, which becomes NAME.h5.partial only once complete; from then on the
+// file is held in HDF5's SWMR mode, whose ordered metadata writes keep it consistent at every
+// moment — while the run writes (h5py.File(path, "r", swmr=True) reads it live) and after a
+// SIGKILL (every dataset's extent matches its data; rows up to the last flush are there).
+// Series are buffered and written at most log.flush_seconds apart (flush_due()); each such
+// flush may carry a checkpoint (write_checkpoint): the state bag goes to the spare of two
+// slots and /checkpoint/index, written last, names it, so a kill at any instant leaves the
+// previous checkpoint or the new one intact. The run leaves SWMR mode to write /theory,
+// /schedule and the final status, on a copy (NAME.h5.partial.closing) renamed to NAME.h5 —
+// or, by interrupt(), over the .partial with status "interrupted" — so that no moment leaves a
+// .partial opened for writing outside SWMR mode (which nobody could open).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/io/run_log.hpp"
+
+namespace stale {
+
+// What a .partial holds for `stale run --resume` (read_partial_run)
+struct PartialRun {
+  std::string path;         // the .partial read
+  std::string config;       // the resolved config (root attribute)
+  std::string status;       // running (a live or killed run) or interrupted
+  std::string started;
+  bool has_checkpoint = false;
+  int64_t k = 0;            // updates done at the checkpoint
+  int64_t writer_pid = 0;   // the process that wrote it, on writer_host (a live run is not resumed)
+  std::string writer_host;
+  StateBag state;           // method/, metrics/, log/
+};
+// reads a run's .partial (a live, killed or interrupted one); UserError naming the file when
+// it is not a run file
+PartialRun read_partial_run(const std::string& partial_path);
+
+class RunFile final : public RunLog {
+ public:
+  // creates path + ".partial" (through path + ".partial.new"); parent directories are created.
+  // Series are flushed at most flush_seconds apart (0: at every flush_due() check)
+  explicit RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table,
+                   double flush_seconds = 5.0);
+  ~RunFile() override;  // aborts when neither finish() nor abort() ran
+  RunFile(const RunFile&) = delete;
+  RunFile& operator=(const RunFile&) = delete;
+
+  void write_root(const std::string& config_toml, int64_t seed, const std::string& backend, const std::string& device,
+                  const std::string& precision) override;
+  void write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes, double L,
+                       double mu, double f_star, int64_t batches, const std::string& description) override;
+  void write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) override;
+  void append_metrics(const MetricsRow& row) override;
+  void append_iterate(int64_t k, const Vec& w) override;
+  void append_delays(const std::vector<int64_t>& delays) override;
+  bool flush_due() const override;
+  void flush_now() override;
+  void write_checkpoint(const StateBag& state, int64_t k) override;
+  void write_theory(const TheoryConstants& t) override;
+  // /schedule: the op table while it fits, makespan, bubbles, peak memory
+  void write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed) override;
+  // /delay_moments (src/io/delay_moments_file.hpp)
+  void write_delay_moments(const DelayMoments& m) override;
+  void finish(const std::string& status, double wall_seconds, const std::string& message = "") override;
+  // the .partial stays, with status "interrupted"
+  void interrupt(double wall_seconds, const std::string& message) override;
+  void abort() override;
+
+  void flush();
+  // the header is complete: the file becomes path.partial and enters SWMR mode (the first
+  // append does this itself)
+  void start_streaming();
+  // resume: take the rows of `from` up to its checkpoint (and its delay summary and start
+  // time); call before start_streaming
+  void adopt(const PartialRun& from);
+  const std::string& path() const { return path_; }
+
+ private:
+  void end_streaming();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+};
+
+}  // namespace stale

@@ -1,0 +1,193 @@
+#include "src/run/run_session.hpp"
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include "src/backend/backend.hpp"
+#include "src/core/error.hpp"
+#include "src/core/sha256.hpp"
+#include "src/run/interrupt.hpp"
+
+namespace stale {
+
+bool RunSession::keeps_delay_table(const Config& cfg, const Objective& f, const RunPlan& plan) {
+  // K·S as a quotient, so that an absurd K cannot overflow the product
+  return cfg.get_bool("log.delays") && plan.updates <= RunLog::kMaxDelayEntries / f.stages();
+}
+
+RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
+                       const RunPlan& plan, std::chrono::steady_clock::time_point t0)
+    : cfg_(cfg), f_(std::move(objective)), plan_(plan), t0_(t0), progress_(progress) {
+  res_.path = std::move(path);
+}
+
+RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
+                       const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0,
+                       bool overwrite, const PartialRun* resume, int64_t stop_after)
+    : RunSession(cfg, std::move(path), progress, std::move(objective), plan, t0) {
+  if (!overwrite && std::filesystem::exists(res_.path))
+    throw UserError(res_.path + (resume ? ": the run already finished; nothing to resume"
+                                        : ": a finished run file is already there; use --force to replace it, or another --out"));
+  const auto& c = f_->constants();
+  if (progress && std::isfinite(c.L) && cfg.get_float("method.lr") > 1.0 / c.L)
+    std::fprintf(stderr,
+                 "warning: method.lr = %g exceeds 1/L = %.3g: the bound of docs/theory.md §3 assumes γ ≤ 1/L and does not apply\n",
+                 cfg.get_float("method.lr"), 1.0 / c.L);
+  // the data's checksum before the run file exists: the header is written in one short step
+  std::string data_sha;
+  uint64_t data_bytes = 0;
+  if (!f_->data_file().empty()) data_sha = sha256_file(f_->data_file(), &data_bytes);
+  auto file = std::make_unique<RunFile>(res_.path, f_->dim(), f_->stages(), keeps_delay_table(cfg, *f_, plan),
+                                        cfg.get_float("log.flush_seconds"));
+  RunFile& run_file = *file;
+  log_ = std::move(file);
+  try {
+    write_header(data_sha, data_bytes);
+    if (resume) run_file.adopt(*resume);
+    run_file.start_streaming();  // the header is complete: the file becomes RUN.h5.partial, in SWMR mode
+    start_observer(method, stop_after);
+    if (resume && resume->has_checkpoint) obs_->restore(resume->state);
+  } catch (...) {
+    log_->abort();
+    throw;
+  }
+}
+
+RunSession::RunSession(const Config& cfg, std::unique_ptr<RunLog> log, std::shared_ptr<const Objective> objective,
+                       const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0)
+    : RunSession(cfg, std::string(), false, std::move(objective), plan, t0) {
+  log_ = std::move(log);
+  try {
+    write_header("", 0);
+    start_observer(method, 0);
+  } catch (...) {
+    log_->abort();
+    throw;
+  }
+}
+
+void RunSession::write_header(const std::string& data_sha, uint64_t data_bytes) {
+  std::string device = "cpu";
+  if (resolve_backend(cfg_.get_string("backend")) == BackendKind::Cuda) {
+    auto devs = cuda_devices();
+    device = devs.empty() ? "cuda" : devs.front().name;
+  }
+  log_->write_root(cfg_.to_toml(), cfg_.get_int("seed"), f_->backend(), device, f_->precision());
+  std::vector<int64_t> sizes;
+  for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
+  const auto& c = f_->constants();
+  const std::string desc = f_->description().empty() ? cfg_.get_string("objective.generator") : f_->description();
+  log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, f_->num_batches(), desc);
+  if (!data_sha.empty()) log_->write_data_record(f_->data_file(), static_cast<int64_t>(data_bytes), data_sha);
+}
+
+void RunSession::start_observer(const Method& method, int64_t stop_after) {
+  MetricsOptions opt;
+  opt.every = cfg_.get_int("log.every");
+  opt.iterates_every = cfg_.get_int("log.iterates_every");
+  const std::string& exact = cfg_.get_string("log.exact_mean");
+  opt.exact_mean = exact == "true" || (exact == "auto" && f_->cheap_exact_metrics());
+  opt.divergence = cfg_.get_float("log.divergence");
+  opt.lr = cfg_.get_float("method.lr");
+  opt.delta = plan_.delay_bound;
+  opt.updates = plan_.updates;
+  opt.stop_after = stop_after;
+  lr_ = opt.lr;
+  tty_ = isatty(STDERR_FILENO);
+  last_print_ = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  tag_ = method.name();
+  obs_ = std::make_unique<MetricsObserver>(*f_, log_.get(), opt, [this](const MetricsRow& r) { print_progress(r); });
+}
+
+TheoryConstants RunSession::theory(const RunReport& report) const {
+  const auto& c = f_->constants();
+  TheoryConstants t;
+  t.L = c.L;
+  t.L_exact = c.L_exact;
+  t.mu = c.mu;
+  t.f_star = c.f_star;
+  t.f_star_method = c.f_star_method;
+  // δ planned, or measured along the run when a coupled timeline made the delays
+  t.delta = static_cast<double>(std::max(plan_.delay_bound, report.delay_moments.max_overall()));
+  t.delay_model = plan_.delay_name;
+  t.delay_mean = plan_.delay_mean;
+  t.updates_planned = plan_.updates;
+  t.updates_note = plan_.note;
+  // the §3 bound holds for a constant γ; under a schedule it is evaluated at the peak γ,
+  // an upper bound on every γ_k the run used (the file says so)
+  t.lr_note = cfg_.get_string("method.lr_schedule") == "constant" && cfg_.get_int("method.warmup") == 0
+                  ? "constant"
+                  : "peak of the " + cfg_.get_string("method.lr_schedule") + " schedule (warm-up " +
+                        std::to_string(cfg_.get_int("method.warmup")) + "); the bound assumes a constant step";
+  t.G = obs_->G();
+  t.lr = lr_;
+  t.delta0 = obs_->delta0();
+  t.stages = f_->stages();
+  t.updates = obs_->updates_done();
+  return t;
+}
+
+void RunSession::take_results(const Vec& w) {
+  res_.last = obs_->last();
+  res_.grad_norm_sq_mean = obs_->grad_norm_sq_mean();
+  res_.G = obs_->G();
+  res_.updates = obs_->updates_done();
+  res_.final_w = w;
+  res_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+RunResult RunSession::finish(const RunReport& report, const Vec& w) {
+  try {
+    if (progress_ && tty_) std::fprintf(stderr, "\n");
+    if (obs_->interrupted()) {
+      // the method wrote its checkpoint at the update it stopped after; the .partial stays
+      res_.status = "interrupted";
+      take_results(w);
+      const int sig = stop_signal();
+      res_.message = "stopped by " + std::string(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "request") +
+                     " at k = " + std::to_string(res_.updates);
+      if (!res_.path.empty()) {
+        res_.message += "; continue with: stale run --resume " + res_.path + ".partial";
+        res_.path += ".partial";
+      }
+      log_->interrupt(res_.wall_seconds, res_.message);
+      return res_;
+    }
+    obs_->finish(w);
+    log_->write_theory(theory(report));
+    if (plan_.executes_schedule)
+      log_->write_schedule(*plan_.schedule, report.simulation ? *report.simulation : *plan_.simulation,
+                           report.measured_crossed);
+    if (!report.delay_moments.empty()) log_->write_delay_moments(report.delay_moments);
+    res_.status = obs_->diverged() ? "diverged" : "ok";
+    take_results(w);
+    log_->finish(res_.status, res_.wall_seconds, obs_->divergence_reason());
+    res_.message = obs_->divergence_reason();
+  } catch (...) {
+    log_->abort();
+    throw;
+  }
+  return res_;
+}
+
+void RunSession::print_progress(const MetricsRow& r) {
+  if (!progress_) return;
+  const int64_t K = plan_.updates;
+  const auto now = std::chrono::steady_clock::now();
+  if (r.k != K && r.k != 0 && now - last_print_ < std::chrono::milliseconds(tty_ ? 200 : 2000)) return;
+  last_print_ = now;
+  // f_* unknown (the transformer): show the loss itself
+  const bool known = std::isfinite(r.subopt);
+  const double rate = r.wall > 0 ? static_cast<double>(r.k) / r.wall : 0.0;
+  const double eta = rate > 0 ? static_cast<double>(K - r.k) / rate : 0.0;
+  std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  %s=%.3e  |grad f|^2=%.3e  %.1fs  %.3g updates/s  eta %.0fs%s",
+               tty_ ? "\r" : "", tag_.c_str(), static_cast<long long>(r.k), static_cast<long long>(K),
+               100.0 * static_cast<double>(r.k) / static_cast<double>(K), known ? "f-f*" : "loss",
+               known ? r.subopt : r.loss, r.grad_norm_sq, r.wall, rate, eta, tty_ ? "   " : "\n");
+  std::fflush(stderr);
+}
+
+}  // namespace stale
