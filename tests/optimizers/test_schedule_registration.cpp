@@ -12,8 +12,10 @@
 #include "src/core/error.hpp"
 #include "src/pipeline/schedule.hpp"
 #include "tests/support/configs.hpp"
+#include "tests/support/user_error.hpp"
 
 using namespace stale;
+using test::error_of;
 
 namespace {
 
@@ -49,17 +51,6 @@ Config config(const std::string& schedule) {
                             .stages = 4, .updates = 40,
                             .tables = "[delay]\nname = \"schedule\"\nschedule = \"" + schedule + "\"\n"}),
       "t.toml");
-}
-
-// the message of the UserError `f` throws ("" if none)
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
