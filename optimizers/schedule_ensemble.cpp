@@ -99,7 +99,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
 
   // run()'s serial order (a lockstep ensemble never runs a coupled timeline: its columns'
   // timelines would differ)
-  const int64_t window = opt.moment_window > 0 ? opt.moment_window : std::max<int64_t>(1, (plan.updates + 49) / 50);
+  const int64_t window = delay_moment_window(opt, plan);
   std::unique_ptr<OpSource> ops = precomputed_ops(sched, sim, window);
   DelayMoments moments(window, J);  // of the updates done so far (a frozen column keeps its own)
   const std::vector<int> batch_of =
@@ -124,11 +124,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
     for (int j = 0; j < J; ++j) velocity[p][j] = Vec::Zero(P.size(j));
   const int64_t K = plan.updates;
   std::vector<LrSchedule> lr;
-  for (int p = 0; p < Pc; ++p) {
-    const ExecutorOptions& o = col[p]->opt_;
-    lr.push_back(LrSchedule{o.lr_schedule, o.method.lr, o.lr_min, o.warmup, 1});
-    lr.back().total = K;
-  }
+  for (int p = 0; p < Pc; ++p) lr.push_back(executor_lr_schedule(col[p]->opt_, plan));
   GradientNoise noise(opt.method.grad_noise_std, opt.method.seed);
 
   std::vector<char> running(Pc, 1);

@@ -43,7 +43,7 @@ void print_summary(const Schedule& s, const SimResult& r) {
   const DelayStats& d = steady ? r.steady_delays : r.delays;
   std::printf("schedule %s: stages=%d chunks=%d microbatches=%lld accumulation=%d", s.name.c_str(), s.stages,
               s.chunks, static_cast<long long>(s.microbatches), s.accumulation);
-  if (s.name == "localsgd") std::printf(" replicas=%d local_steps=%d", s.replicas, s.local_steps);
+  if (schedule_info(s.name).replicated) std::printf(" replicas=%d local_steps=%d", s.replicas, s.local_steps);
   std::printf("\n");
   std::printf("makespan %.6g  bubble %.4f  updates %lld  delay max %lld mean %.4f (all updates)",
               r.makespan, r.bubble_overall, static_cast<long long>(r.total_updates),
@@ -109,8 +109,12 @@ int run_schedule_command() {
   {
     // the schedule is data (8-byte ops) and the simulator records each op's times and reads:
     // sized before anything is built, so --microbatches 2e9 is a one-line error, not bad_alloc
-    const double chunks = std::max(1, c.params.chunks == 0 && c.name == "interleaved" ? 2 : c.params.chunks);
-    const double replicas = c.name == "localsgd" ? std::max(1, c.params.replicas == 0 ? c.params.stages : c.params.replicas) : 1;
+    // the schedule's defaults for chunks and replicas (they do not depend on M, which is checked here)
+    ScheduleParams one = c.params;
+    one.microbatches = 1;
+    const ScheduleParams p = resolve_schedule_params(c.name, one);
+    const double chunks = std::max(1, p.chunks);
+    const double replicas = std::max(1, p.replicas);
     const double ops = 3.0 * static_cast<double>(c.params.microbatches) * std::max(1, c.params.stages) * chunks * replicas;
     check_memory(ops * 48.0, "--microbatches × --stages = " + std::to_string(c.params.microbatches) + " × " +
                                  std::to_string(c.params.stages) + ": a schedule of about " + std::to_string(static_cast<long long>(ops)) + " ops",

@@ -16,6 +16,8 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_interleaved(const ScheduleParams& p) {
   Schedule s = base_schedule("interleaved", p);
   const int S = s.stages, v = s.chunks;
@@ -57,5 +59,11 @@ Schedule make_interleaved(const ScheduleParams& p) {
   flag_flush(s, m);
   return s;
 }
+
+const bool registered = ScheduleRegistry::add({.name = "interleaved",
+    .summary = "Megatron interleaved 1F1B, v chunks per device, flush per mini-batch",
+    .rank = 70, .flush = true, .accumulates = true, .chunked = true, .accumulation_defaults_to_stages = true, .default_accumulation = "S (devices, not chunks)", .make = make_interleaved});
+
+}  // namespace
 
 }  // namespace stale::detail

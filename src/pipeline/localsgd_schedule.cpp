@@ -16,6 +16,8 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_localsgd(const ScheduleParams& p) {
   Schedule s = base_schedule("localsgd", p);
   s.stash = false;
@@ -39,5 +41,11 @@ Schedule make_localsgd(const ScheduleParams& p) {
   s.inflight_bound.assign(S, std::min<int64_t>(S, s.replicas));
   return s;
 }
+
+const bool registered = ScheduleRegistry::add({.name = "localsgd",
+    .summary = "R replicas interleaved in one pipeline, H local steps, drain + average per round (docs/theory.md 6)",
+    .rank = 90, .replicated = true, .default_accumulation = "1", .make = make_localsgd});
+
+}  // namespace
 
 }  // namespace stale::detail

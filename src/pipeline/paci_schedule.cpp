@@ -10,6 +10,14 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_paci(const ScheduleParams& p) { return make_bounded_async_1f1b("paci", p, false); }
+
+const bool registered = ScheduleRegistry::add({.name = "paci",
+    .summary = "asynchronous 1F1B, stage s holds S-s, no stashing, step every a B (docs/theory.md 5)",
+    .rank = 50, .accumulates = true, .default_accumulation = "1", .make = make_paci});
+
+}  // namespace
 
 }  // namespace stale::detail

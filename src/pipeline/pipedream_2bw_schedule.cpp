@@ -10,6 +10,14 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_2bw(const ScheduleParams& p) { return make_bounded_async_1f1b("2bw", p, true); }
+
+const bool registered = ScheduleRegistry::add({.name = "2bw",
+    .summary = "PipeDream-2BW: 1F1B without flush, step every a micro-batches, two stashed versions",
+    .rank = 60, .accumulates = true, .accumulation_defaults_to_stages = true, .default_accumulation = "S (the least for which two weight versions suffice)", .make = make_2bw});
+
+}  // namespace
 
 }  // namespace stale::detail

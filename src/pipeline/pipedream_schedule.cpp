@@ -15,6 +15,8 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_pipedream(const ScheduleParams& p) {
   Schedule s = base_schedule("pipedream", p);
   s.stash = true;
@@ -29,5 +31,11 @@ Schedule make_pipedream(const ScheduleParams& p) {
   s.inflight_bound.assign(S, S);
   return s;
 }
+
+const bool registered = ScheduleRegistry::add({.name = "pipedream",
+    .summary = "asynchronous 1F1B, at most S in flight, weight stashing, step per B (docs/theory.md 4)",
+    .rank = 40, .default_accumulation = "1", .make = make_pipedream});
+
+}  // namespace
 
 }  // namespace stale::detail

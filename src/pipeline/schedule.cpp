@@ -1,4 +1,5 @@
-// The schedule registry, parameter checks, and the helpers the generators share.
+// Schedule lookup in the registry (each schedule registers itself from its generator's file),
+// parameter checks, and the helpers the generators share.
 #include "src/pipeline/schedule.hpp"
 
 #include <limits>
@@ -11,69 +12,13 @@ namespace stale {
 
 namespace {
 
-using Generator = Schedule (*)(const ScheduleParams&);
-
-struct Entry {
-  ScheduleInfo info;
-  Generator make;
-};
-
-// one row per schedule: name, summary, traits, generator
-const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = [] {
-    auto info = [](std::string name, std::string summary, bool flush, bool split, bool accumulates, bool replicated,
-                   bool chunked, std::string default_accumulation) {
-      return ScheduleInfo{std::move(name), std::move(summary), flush, split, accumulates, replicated, chunked,
-                          std::move(default_accumulation)};
-    };
-    const std::string per_device = "S (one micro-batch per device: the fewest that keep every device busy)";
-    return std::vector<Entry>{
-        {info("naive", "one micro-batch at a time through the whole pipeline; step every a micro-batches", false,
-              false, true, false, false, "1"),
-         detail::make_naive},
-        {info("gpipe", "all F then all B per mini-batch of a micro-batches, flush (Huang et al. 2019)", true, false,
-              true, false, false, per_device),
-         detail::make_gpipe},
-        {info("1f1b-flush", "warm-up S-1-s F, then 1F1B, cool-down, flush per mini-batch (PipeDream-Flush / DAPPLE)",
-              true, false, true, false, false, per_device),
-         detail::make_1f1b_flush},
-        {info("pipedream", "asynchronous 1F1B, at most S in flight, weight stashing, step per B (docs/theory.md 4)", false,
-              false, false, false, false, "1"),
-         detail::make_pipedream},
-        {info("paci", "asynchronous 1F1B, stage s holds S-s, no stashing, step every a B (docs/theory.md 5)", false, false,
-              true, false, false, "1"),
-         detail::make_paci},
-        {info("2bw", "PipeDream-2BW: 1F1B without flush, step every a micro-batches, two stashed versions", false,
-              false, true, false, false, "S (the least for which two weight versions suffice)"),
-         detail::make_2bw},
-        {info("interleaved", "Megatron interleaved 1F1B, v chunks per device, flush per mini-batch", true, false, true,
-              false, true, "S (devices, not chunks)"),
-         detail::make_interleaved},
-        {info("zb-h1", "zero bubble H1: B split into B and W, 1F1B memory, W fills bubbles, flush", true, true, true,
-              false, false, per_device),
-         detail::make_zero_bubble_h1},
-        {info("localsgd", "R replicas interleaved in one pipeline, H local steps, drain + average per round (docs/theory.md 6)",
-              false, false, false, true, false, "1"),
-         detail::make_localsgd},
-    };
-  }();
-  return entries;
-}
-
-std::string valid_names() {
-  std::string out;
-  for (const auto& e : registry()) out += (out.empty() ? "" : ", ") + e.info.name;
-  return out;
-}
-
 [[noreturn]] void bad(const std::string& schedule, const std::string& msg) {
   throw UserError("schedule " + schedule + ": " + msg);
 }
 
-const Entry& entry(const std::string& name) {
-  for (const auto& e : registry())
-    if (e.info.name == name) return e;
-  throw UserError("unknown schedule '" + name + "'; valid: " + valid_names());
+const ScheduleInfo& entry(const std::string& name) {
+  if (const ScheduleInfo* e = ScheduleRegistry::find(name)) return *e;
+  throw UserError("unknown schedule '" + name + "'; valid: " + ScheduleRegistry::names_text());
 }
 
 // Fills defaults and rejects parameters that do not apply, so that a typo'd option is never
@@ -109,7 +54,7 @@ ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
   if (p.accumulation == 0) {
     // flush schedules and 2bw: one micro-batch per device (the fewest that keep every
     // device busy; for 2bw the least for which two versions suffice); the others step per B
-    p.accumulation = info.flush || name == "2bw" ? p.stages : 1;
+    p.accumulation = info.accumulation_defaults_to_stages ? p.stages : 1;
   }
   const int64_t blocks = static_cast<int64_t>(p.stages) * p.chunks;
   if (blocks > std::numeric_limits<uint16_t>::max())
@@ -123,30 +68,19 @@ ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
 
 }  // namespace
 
-const std::vector<ScheduleInfo>& schedule_catalog() {
-  static const std::vector<ScheduleInfo> infos = [] {
-    std::vector<ScheduleInfo> out;
-    for (const auto& e : registry()) out.push_back(e.info);
-    return out;
-  }();
-  return infos;
-}
+const std::vector<ScheduleInfo>& schedule_catalog() { return ScheduleRegistry::entries(); }
 
-std::vector<std::string> schedule_names() {
-  std::vector<std::string> out;
-  for (const auto& e : registry()) out.push_back(e.info.name);
-  return out;
-}
+std::vector<std::string> schedule_names() { return ScheduleRegistry::names(); }
 
-const ScheduleInfo& schedule_info(const std::string& name) { return entry(name).info; }
+const ScheduleInfo& schedule_info(const std::string& name) { return entry(name); }
 
 ScheduleParams resolve_schedule_params(const std::string& name, const ScheduleParams& params) {
-  return resolve(entry(name).info, params);
+  return resolve(entry(name), params);
 }
 
 Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
-  const Entry& e = entry(name);
-  return e.make(resolve(e.info, params));
+  const ScheduleInfo& e = entry(name);
+  return e.make(resolve(e, params));
 }
 
 void check_schedule(const Schedule& s) {

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "src/core/registry.hpp"
+
 namespace stale {
 
 enum class OpKind : uint8_t { Forward = 0, Backward = 1, Weight = 2 };
@@ -86,24 +88,37 @@ struct ScheduleParams {
   int chunks = 0;       // interleaved only; default 2
 };
 
-// What a schedule is, beside how to generate it: the traits every consumer asks about
-// (the executor, the method registry, the CLI) instead of testing names.
+// What a schedule is and how to generate it: one row of the schedule registry
+// (src/core/registry.hpp), registered from the generator's own file, e.g.
+//
+//   const bool registered = ScheduleRegistry::add({.name = "gpipe", .summary = "...", .rank = 20,
+//                                                  .flush = true, .accumulates = true, ..., .make = make_gpipe});
+//
+// Every consumer (the planner, the method registry, the CLI, the unread-key rule) asks these
+// traits instead of testing names.
 struct ScheduleInfo {
   std::string name;
   std::string summary;  // one line: the rule and the paper
+  int rank = 0;         // listing order (`stale list`, the README table, the choice lists)
   bool flush = false;           // synchronous: a flush ends every mini-batch of `accumulation` micro-batches
   bool split_backward = false;  // B computes the input gradient only; W the weight gradient
   bool accumulates = false;     // accepts accumulation > 1
   bool replicated = false;      // replicas / local_steps apply (LocalSGD)
   bool chunked = false;         // chunks apply (interleaved)
-  std::string default_accumulation;  // what accumulation = 0 means, in words
+  // what accumulation = 0 means: S (one micro-batch per device) when set, else 1
+  bool accumulation_defaults_to_stages = false;
+  std::string default_accumulation;  // that default in words (for listings)
+  // the generator; parameters arrive validated, with every default filled in
+  Schedule (*make)(const ScheduleParams&) = nullptr;
 };
 
-// Every schedule, in the order a listing shows them.
+using ScheduleRegistry = Registry<ScheduleInfo>;
+
+// Every schedule, in the order a listing shows them (by rank).
 const std::vector<ScheduleInfo>& schedule_catalog();
 std::vector<std::string> schedule_names();
 
-// The catalogue entry of a schedule; throws UserError listing the valid names.
+// The registry entry of a schedule; throws UserError listing the valid names.
 const ScheduleInfo& schedule_info(const std::string& name);
 // `params` with every 0 ("the schedule's default") replaced by its value: the one definition
 // of the defaults, used by `stale schedule`, the executor and rpd's schedule replay alike.

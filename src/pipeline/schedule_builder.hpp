@@ -62,18 +62,6 @@ void generate_async_1f1b(Schedule& s, const AsyncRules& rules);
 // (stash = true) share this program and differ only in which version B uses.
 Schedule make_bounded_async_1f1b(const std::string& name, const ScheduleParams& p, bool stash);
 
-// Generators (one file each, registered in schedule.cpp). Parameters arrive validated and
-// with defaults filled in.
-Schedule make_naive(const ScheduleParams& p);
-Schedule make_gpipe(const ScheduleParams& p);
-Schedule make_1f1b_flush(const ScheduleParams& p);
-Schedule make_pipedream(const ScheduleParams& p);
-Schedule make_paci(const ScheduleParams& p);
-Schedule make_2bw(const ScheduleParams& p);
-Schedule make_interleaved(const ScheduleParams& p);
-Schedule make_zero_bubble_h1(const ScheduleParams& p);
-Schedule make_localsgd(const ScheduleParams& p);
-
 // The fields every generator fills the same way.
 Schedule base_schedule(const std::string& name, const ScheduleParams& p);
 

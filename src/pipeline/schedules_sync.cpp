@@ -14,6 +14,8 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_naive(const ScheduleParams& p) {
   Schedule s = base_schedule("naive", p);
   ProgramBuilder out(s, 2 * s.microbatches);
@@ -67,5 +69,18 @@ Schedule make_1f1b_flush(const ScheduleParams& p) {
   flag_flush(s, m);
   return s;
 }
+
+const char* const kPerDevice = "S (one micro-batch per device: the fewest that keep every device busy)";
+const bool registered_naive = ScheduleRegistry::add({.name = "naive",
+    .summary = "one micro-batch at a time through the whole pipeline; step every a micro-batches",
+    .rank = 10, .accumulates = true, .default_accumulation = "1", .make = make_naive});
+const bool registered_gpipe = ScheduleRegistry::add({.name = "gpipe",
+    .summary = "all F then all B per mini-batch of a micro-batches, flush (Huang et al. 2019)",
+    .rank = 20, .flush = true, .accumulates = true, .accumulation_defaults_to_stages = true, .default_accumulation = kPerDevice, .make = make_gpipe});
+const bool registered_1f1b_flush = ScheduleRegistry::add({.name = "1f1b-flush",
+    .summary = "warm-up S-1-s F, then 1F1B, cool-down, flush per mini-batch (PipeDream-Flush / DAPPLE)",
+    .rank = 30, .flush = true, .accumulates = true, .accumulation_defaults_to_stages = true, .default_accumulation = kPerDevice, .make = make_1f1b_flush});
+
+}  // namespace
 
 }  // namespace stale::detail

@@ -14,6 +14,8 @@
 
 namespace stale::detail {
 
+namespace {
+
 Schedule make_zero_bubble_h1(const ScheduleParams& p) {
   Schedule s = base_schedule("zb-h1", p);
   s.split_backward = true;
@@ -43,5 +45,12 @@ Schedule make_zero_bubble_h1(const ScheduleParams& p) {
   flag_flush(s, m);
   return s;
 }
+
+const char* const kPerDevice = "S (one micro-batch per device: the fewest that keep every device busy)";
+const bool registered = ScheduleRegistry::add({.name = "zb-h1",
+    .summary = "zero bubble H1: B split into B and W, 1F1B memory, W fills bubbles, flush",
+    .rank = 80, .flush = true, .split_backward = true, .accumulates = true, .accumulation_defaults_to_stages = true, .default_accumulation = kPerDevice, .make = make_zero_bubble_h1});
+
+}  // namespace
 
 }  // namespace stale::detail

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "optimizers/method_registry.hpp"
 #include "optimizers/schedule_executor.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/simulator.hpp"
@@ -176,20 +177,15 @@ DelayPattern pattern_from_config(const Config& cfg, const std::string& order) {
     config_error("delay.name", "\"" + delay + "\" draws random delays, which form no periodic recursion; use zero, "
                                               "constant or schedule (with delay.follow_order)");
   }
-  std::string schedule;
-  if (name == "pipedream" || name == "pipedream-nostash") schedule = "pipedream";
-  else if (name == "pipemare") {
-    if (cfg.get_bool("method.prediction"))
-      config_error("method.prediction", "true: PipeMare's weight prediction adds the velocity to the recursion, which "
-                                        "the predictor does not model (set it false: PipeDream without stashing)");
-    schedule = "pipedream";
-  } else if (name == "paci" || name == "gpipe" || name == "1f1b-flush" || name == "2bw" || name == "interleaved" ||
-             name == "zb-h1") {
-    schedule = name;
-  } else {
+  // a schedule method over one model: its registered schedule (traits, not names)
+  const MethodEntry& entry = method_entry(name);
+  if (entry.kind != MethodKind::ScheduleDriven || schedule_info(entry.schedule).replicated)
     config_error("method.name", "\"" + name + "\" is not covered by the stability predictor (localsgd trains "
                                               "replicas); choose sgd, bcd, rpd or a single-model schedule method");
-  }
+  if (entry.predict && cfg.get_bool("method.prediction"))
+    config_error("method.prediction", "true: PipeMare's weight prediction adds the velocity to the recursion, which "
+                                      "the predictor does not model (set it false: PipeDream without stashing)");
+  const std::string& schedule = entry.schedule;
   ExecutorOptions o = ExecutorOptions::from_config(cfg, schedule);
   if (S % std::max(1, o.params.chunks) != 0)
     config_error("objective.stages", std::to_string(S) + " is not a multiple of method.chunks = " +

@@ -6,21 +6,13 @@
 
 #include "src/core/error.hpp"
 #include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/user_error.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
 
 using namespace stale;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using test::error_of;
 
 TEST_CASE("cost settings parse scalars, per-stage lists and noise, and describe() round-trips them") {
   const CostModel c = CostModel::parse({"forward=1,1,2,1", "backward=2", "weight=0.5", "latency=0.1", "jitter=0.2",
