@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "objectives/linear_loss_head.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -150,15 +151,7 @@ void LinearModelCpuSparse<Loss>::stage_forward(int s, int m, const Mat& in, Cons
 
 template <class Loss>
 double LinearModelCpuSparse<Loss>::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
-  const auto ym = data_->y.segment(data_->batch_offsets[m], batch_rows(m));
-  const double inv_b = 1.0 / static_cast<double>(ym.size());
-  grad_last.resize(last.rows(), 1);
-  double f = 0;
-  for (Index i = 0; i < ym.size(); ++i) {
-    f += Loss::value(last(i, 0), ym(i));
-    grad_last(i, 0) = Loss::deriv(last(i, 0), ym(i)) * inv_b;
-  }
-  return f * inv_b;
+  return linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last);
 }
 
 template <class Loss>
