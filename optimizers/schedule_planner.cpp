@@ -3,6 +3,7 @@
 #include "optimizers/schedule_planner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <list>
 #include <mutex>
 #include <sstream>
@@ -115,14 +116,43 @@ Schedule plan_schedule(const PlanOptions& opt) {
   const int64_t g = granularity(opt);
   auto build_units = [&](int64_t n) { return build(opt, n * g); };
   if (opt.time_budget > 0) {
-    auto fits = [&](int64_t n) {
-      return simulate(build_units(n), opt.costs, timing_only()).makespan <= opt.time_budget;
-    };
-    if (!fits(1))
+    auto makespan = [&](int64_t n) { return simulate(build_units(n), opt.costs, timing_only()).makespan; };
+    auto fits = [&](int64_t n) { return makespan(n) <= opt.time_budget; };
+    const double m1 = makespan(1);
+    if (!(m1 <= opt.time_budget))
       throw UserError("config: method.time_budget = " + std::to_string(opt.time_budget) +
                       " is shorter than one micro-batch's trip through the pipeline");
-    int64_t lo = 1, hi = 2;
-    while (fits(hi)) lo = hi, hi *= 2;
+    const double m2 = makespan(2);
+    if (!(m2 <= opt.time_budget)) return build_units(1);
+    // The largest n that fits, as a doubling-and-bisection search over the (monotone) makespans
+    // finds it, in fewer simulations: makespans grow about linearly in n (the fill, then a
+    // steady period a unit), so the search starts at the n extrapolated from n = 1 and 2 and
+    // gallops from there. E4 at S = 128 simulated ~21 schedules of up to ~1500 micro-batches.
+    int64_t lo = 2, hi = 4;
+    const double slope = m2 - m1;
+    if (slope > 0) {
+      const double extrapolated = 2.0 + std::floor((opt.time_budget - m2) / slope);
+      const int64_t guess = static_cast<int64_t>(std::clamp(extrapolated, 2.0, 1e12));
+      int64_t step = 1;
+      if (fits(guess)) {
+        lo = guess;
+        while (fits(lo + step)) lo += step, step *= 2;
+        hi = lo + step;
+      } else {
+        hi = guess;
+        for (;;) {
+          const int64_t c = std::max<int64_t>(2, hi - step);
+          if (c == 2 || fits(c)) {
+            lo = c;
+            break;
+          }
+          hi = c;
+          step *= 2;
+        }
+      }
+    } else {
+      while (fits(hi)) lo = hi, hi *= 2;
+    }
     while (hi - lo > 1) {
       const int64_t mid = lo + (hi - lo) / 2;
       (fits(mid) ? lo : hi) = mid;

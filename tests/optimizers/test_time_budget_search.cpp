@@ -1,0 +1,47 @@
+// method.time_budget: the planner's search (extrapolate, gallop, bisect) finds the largest
+// micro-batch count whose makespan fits the budget — the value a plain scan over every count
+// finds — for asynchronous and flushing schedules, with and without stage-cost jitter.
+#include <doctest/doctest.h>
+
+#include "optimizers/schedule_planner.hpp"
+
+TEST_SUITE_BEGIN("optimizers");
+
+using namespace stale;
+
+namespace {
+double makespan_of(PlanOptions opt, int64_t microbatches) {
+  opt.time_budget = 0;
+  opt.params.microbatches = static_cast<int>(microbatches);
+  return simulate(plan_schedule(opt), opt.costs, SimOptions{}).makespan;
+}
+}  // namespace
+
+TEST_CASE("TimeBudgetSearchFindsTheLargestFittingMicrobatchCount") {
+  struct Case {
+    const char* schedule;
+    int stages;
+    double budget;
+    double jitter;
+  };
+  for (const Case& c : {Case{"pipedream", 4, 57, 0}, Case{"pipedream", 8, 333, 0}, Case{"pipedream", 8, 333, 0.3},
+                        Case{"paci", 4, 120, 0}, Case{"gpipe", 4, 140, 0}, Case{"1f1b-flush", 8, 250, 0.2},
+                        Case{"zb-h1", 4, 90, 0}, Case{"2bw", 4, 75, 0}}) {
+    CAPTURE(c.schedule);
+    CAPTURE(c.stages);
+    PlanOptions opt;
+    opt.schedule = c.schedule;
+    opt.params.stages = c.stages;
+    if (c.jitter > 0) opt.costs.set("jitter", std::to_string(c.jitter));
+    opt.time_budget = c.budget;
+    const Schedule planned = plan_schedule(opt);
+    // flushing schedules grow by whole mini-batches of `accumulation` micro-batches
+    const int64_t unit = schedule_info(c.schedule).flush ? planned.accumulation : 1;
+    int64_t best = unit;
+    while (makespan_of(opt, best + unit) <= c.budget) best += unit;
+    CHECK(planned.microbatches == best);
+    CHECK(makespan_of(opt, best) <= c.budget);
+  }
+}
+
+TEST_SUITE_END();
