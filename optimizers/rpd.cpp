@@ -16,7 +16,7 @@
 #include "delays/delay_model.hpp"
 #include "src/core/error.hpp"
 #include "optimizers/method_registry.hpp"
-#include "optimizers/schedule_executor.hpp"
+#include "optimizers/schedule_planner.hpp"
 #include "src/config/config.hpp"
 #include "src/pipeline/simulator.hpp"
 #include "optimizers/sampling.hpp"
@@ -278,7 +278,7 @@ std::unique_ptr<Method> make_rpd_method(const Config& cfg, MethodParams p, int s
     if (cfg.get_bool("delay.follow_order")) config_error("delay.follow_order", "needs delay.name = \"schedule\"");
     return std::make_unique<Rpd>(p, make_delay_model(DelayContext{cfg, stages, p.updates}), RpdOrder{});
   }
-  ExecutorOptions o = ExecutorOptions::from_config(cfg, cfg.get_string("delay.schedule"));
+  PlanOptions o = PlanOptions::from_config(cfg, cfg.get_string("delay.schedule"));
   o.params.stages = stages / std::max(1, o.params.chunks);
   SimOptions so;
   so.delay_table = replay;

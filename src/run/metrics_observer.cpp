@@ -1,5 +1,7 @@
 #include "src/run/metrics_observer.hpp"
 
+#include "src/io/metrics_schema.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -84,10 +86,11 @@ void MetricsObserver::checkpoint(const StateBag& method_state) {
   const UpdateEvent& e = last_event_;
   m.put_ints("event_ints", {e.k, e.stage, e.batch});
   m.put_doubles("event", {e.grad_norm, e.stale_dist, e.time, e.batch_loss});
-  const MetricsRow& r = last_;
-  m.put_ints("row_ints", {r.k, r.stage, r.batch});
-  m.put_doubles("row", {r.time, r.loss, r.subopt, r.grad_norm_sq, r.grad_norm_sq_mean, r.stale_dist, r.bound, r.bound_opt,
-                        r.bound_stoch, r.bound_stale, r.G, r.wall, r.batch_loss, r.val_loss});
+  std::vector<int64_t> row_ints;
+  std::vector<double> row_reals;
+  split_row(last_, row_ints, row_reals);  // the metrics table's columns, in its order
+  m.put_ints("row_ints", row_ints);
+  m.put_doubles("row", row_reals);
   if (last_w_) m.put("w", *last_w_);
   StateBag t;
   tracker_->save(t);
@@ -104,20 +107,14 @@ void MetricsObserver::restore(const StateBag& all) {
   const auto& s = m.get_doubles("sums");
   const auto& ei = m.get_ints("event_ints");
   const auto& ed = m.get_doubles("event");
-  const auto& ri = m.get_ints("row_ints");
-  const auto& rd = m.get_doubles("row");
-  if (c.size() != 4 || s.size() != 6 || ei.size() != 3 || ed.size() != 4 || ri.size() != 3 || rd.size() != 14)
+  if (c.size() != 4 || s.size() != 6 || ei.size() != 3 || ed.size() != 4)
     throw UserError("checkpoint: the metrics state has the wrong shape");
   k_ = c[0], last_logged_ = c[1], logged_rows_ = c[2], current_fresh_ = c[3] != 0;
   G_ = s[0], grad_sq_sum_ = s[1], current_gns_ = s[2], current_loss_ = s[3], start_value_ = s[4], delta0_ = s[5];
   last_event_ = UpdateEvent{};
   last_event_.k = ei[0], last_event_.stage = static_cast<int>(ei[1]), last_event_.batch = static_cast<int>(ei[2]);
   last_event_.grad_norm = ed[0], last_event_.stale_dist = ed[1], last_event_.time = ed[2], last_event_.batch_loss = ed[3];
-  MetricsRow& r = last_;
-  r.k = ri[0], r.stage = ri[1], r.batch = ri[2];
-  r.time = rd[0], r.loss = rd[1], r.subopt = rd[2], r.grad_norm_sq = rd[3], r.grad_norm_sq_mean = rd[4];
-  r.stale_dist = rd[5], r.bound = rd[6], r.bound_opt = rd[7], r.bound_stoch = rd[8], r.bound_stale = rd[9];
-  r.G = rd[10], r.wall = rd[11], r.batch_loss = rd[12], r.val_loss = rd[13];
+  last_ = join_row(m.get_ints("row_ints"), m.get_doubles("row"), "checkpoint");
   t0_ = std::chrono::steady_clock::now() -
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(m.get_double("wall")));
   tracker_ = f_.make_tracker(m.get_vec("w"));

@@ -13,7 +13,6 @@
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
-#include "src/core/sha256.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/run/interrupt.hpp"
 #include "src/run/metrics_observer.hpp"
