@@ -6,6 +6,8 @@ import json
 import math
 import os
 
+from stale_analysis.runs import flatten  # nested sections → dotted keys, as the run files' readers do
+
 
 def toml_value(v) -> str:
     """A Python value as TOML text (what `stale run ... key=value` parses)."""
@@ -27,17 +29,6 @@ def toml_value(v) -> str:
         items = v.tolist() if hasattr(v, "tolist") else v
         return "[" + ", ".join(toml_value(x) for x in items) + "]"
     raise TypeError(f"config value {v!r} of type {type(v).__name__}: use a number, bool, string or list")
-
-
-def flatten(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, name + "."))
-        else:
-            out[name] = v
-    return out
 
 
 def key_of(name: str) -> str:
