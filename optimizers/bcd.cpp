@@ -67,12 +67,7 @@ class Bcd final : public Method {
       e.stage = s;
       e.batch = m;
       e.grad_norm = gs.norm();
-      obs.on_update(e, delta, w);
-      if (obs.checkpoint_due()) {
-        StateBag b;
-        st.save(b, w);
-        obs.checkpoint(b);
-      }
+      obs.update_done(e, delta, w, [&](StateBag& b) { st.save(b, w); });
     }
     return {};
   }

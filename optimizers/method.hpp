@@ -84,6 +84,18 @@ class RunObserver {
   virtual bool checkpoint_due() const { return false; }
   virtual void checkpoint(const StateBag& /*method_state*/) {}
   virtual const StateBag* resume_state() const { return nullptr; }
+
+  // the end of a method's update: report it, then hand over a checkpoint if one is due
+  // (`save` fills the bag with the loop's whole state)
+  template <class Save>
+  void update_done(const UpdateEvent& e, ConstVecRef delta, const Vec& w, Save&& save) {
+    on_update(e, delta, w);
+    if (checkpoint_due()) {
+      StateBag b;
+      save(b);
+      checkpoint(b);
+    }
+  }
 };
 
 class Method {

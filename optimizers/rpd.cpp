@@ -145,12 +145,7 @@ class Rpd final : public Method {
       e.stale_dist = std::sqrt(stale_sq);
       e.delays = &d;
       if (k - 1 < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k - 1];
-      obs.on_update(e, delta, st.store.current());
-      if (obs.checkpoint_due()) {
-        StateBag b;
-        st.save(b);
-        obs.checkpoint(b);
-      }
+      obs.update_done(e, delta, st.store.current(), [&](StateBag& b) { st.save(b); });
     }
     w = st.store.current();
     return {};

@@ -66,12 +66,7 @@ class Sgd final : public Method {
       e.k = k;
       e.batch = m;
       e.grad_norm = g.norm();
-      obs.on_update(e, delta, w);
-      if (obs.checkpoint_due()) {
-        StateBag b;
-        st.save(b, w);
-        obs.checkpoint(b);
-      }
+      obs.update_done(e, delta, w, [&](StateBag& b) { st.save(b, w); });
     }
     return {};
   }
