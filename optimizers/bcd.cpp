@@ -10,32 +10,18 @@
 namespace stale {
 namespace {
 // what the loop carries between updates (checkpoints save and restore it, with the iterate)
-struct LoopState {
-  StageSampler stages;
-  BatchSampler batches;
-  GradientNoise noise;
-  std::vector<std::unique_ptr<BlockOptimizer>> rules;
+struct LoopState : BlockStepDraws {
   int64_t k = 0;
-  LoopState(const Objective& f, const MethodParams& p)
-      : stages(f.stages(), p.seed), batches(f.num_batches(), p.cyclic_batches, p.seed),
-        noise(p.grad_noise_std, p.seed) {
-    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p.rule, f.blocks().size(s)));
-  }
+  LoopState(const Objective& f, const MethodParams& p) : BlockStepDraws(f, p) {}
   void save(StateBag& b, const Vec& w) const {
     b.put("k", k);
     b.put("w", w);
-    stages.save(b, "stages");
-    batches.save(b, "batches");
-    noise.save(b, "noise");
-    save_rules(b, "rules", rules);
+    BlockStepDraws::save(b);
   }
   void restore(const StateBag& b, Vec& w) {
     k = b.get_int("k");
     w = b.get_vec("w");
-    stages.restore(b, "stages");
-    batches.restore(b, "batches");
-    noise.restore(b, "noise");
-    restore_rules(b, "rules", rules);
+    BlockStepDraws::restore(b);
   }
 };
 

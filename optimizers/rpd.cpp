@@ -31,22 +31,15 @@ namespace {
 // block, and k. The version store is saved as what a read can still reach — the iterate at
 // k − W (W = min(k, δ)) and the W block commits since — and restored by replaying those
 // commits, so every stale read after a resume returns the value it would have returned.
-struct LoopState {
+struct LoopState : BlockStepDraws {
   const BlockPartition& P;
   VersionStore store;
-  StageSampler stages;
-  BatchSampler batches;
-  GradientNoise noise;
-  std::vector<std::unique_ptr<BlockOptimizer>> rules;
   int64_t k = 0;
   std::vector<int64_t> committed;  // block committed by update j, at j mod δ (the last δ updates)
 
   LoopState(const Objective& f, const MethodParams& p, const Vec& w0, int64_t bound)
-      : P(f.blocks()), store(P, w0, bound), stages(f.stages(), p.seed),
-        batches(f.num_batches(), p.cyclic_batches, p.seed), noise(p.grad_noise_std, p.seed),
-        committed(static_cast<size_t>(std::max<int64_t>(bound, 0)), -1) {
-    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p.rule, P.size(s)));
-  }
+      : BlockStepDraws(f, p), P(f.blocks()), store(P, w0, bound),
+        committed(static_cast<size_t>(std::max<int64_t>(bound, 0)), -1) {}
   void commit(int s, ConstVecRef value) {
     if (!committed.empty()) committed[static_cast<size_t>(k % store.bound())] = s;
     store.commit(s, value);
@@ -69,10 +62,7 @@ struct LoopState {
     }
     b.put_ints("store/blocks", blocks);
     b.put_doubles("store/values", values);
-    stages.save(b, "stages");
-    batches.save(b, "batches");
-    noise.save(b, "noise");
-    save_rules(b, "rules", rules);
+    BlockStepDraws::save(b);
   }
   void restore(const StateBag& b) {
     k = b.get_int("k");
@@ -89,10 +79,7 @@ struct LoopState {
       committed[static_cast<size_t>((k - W + t) % store.bound())] = s;
       at += P.size(s);
     }
-    stages.restore(b, "stages");
-    batches.restore(b, "batches");
-    noise.restore(b, "noise");
-    restore_rules(b, "rules", rules);
+    BlockStepDraws::restore(b);
   }
 };
 
