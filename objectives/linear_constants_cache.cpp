@@ -60,6 +60,18 @@ void store_cached(uint64_t key, Index d, const CachedConstants& c) {
   });
 }
 
+void keep_solution(uint64_t key, Index d, double f_star, const Vec& w, const std::string& method, bool converged,
+                   CachedConstants& cc, ObjectiveConstants& c) {
+  c.f_star = f_star;
+  c.w_star = w;
+  c.f_star_method = method;
+  if (!converged) return;
+  cc.f_star = f_star;
+  cc.w_star = w;
+  cc.method = method;
+  store_cached(key, d, cc);
+}
+
 bool load_cached_gram(uint64_t key, Index d, Mat& H) {
   if (d > kMaxCachedGramDim) return false;
   std::ifstream in(cache_path(key, "gram"), std::ios::binary);

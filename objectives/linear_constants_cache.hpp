@@ -8,6 +8,7 @@
 
 #include "objectives/cache_records.hpp"
 #include "objectives/linear_data.hpp"
+#include "objectives/objective.hpp"
 
 namespace stale {
 
@@ -25,6 +26,16 @@ uint64_t constants_key(const LinearData& data, const char* loss, double lambda);
 // false when there is no record for `key` or it does not fit dimension d
 bool load_cached(uint64_t key, Index d, CachedConstants& c);
 void store_cached(uint64_t key, Index d, const CachedConstants& c);
+
+// A solve's f_* and w_*: into c always, into the record under `key` only when `converged`, so
+// that a later run never inherits a bad f_*.
+void keep_solution(uint64_t key, Index d, double f_star, const Vec& w, const std::string& method, bool converged,
+                   CachedConstants& cc, ObjectiveConstants& c);
+// when a Newton-type logistic solve counts as converged (dense and sparse alike): |g|/|g0| ≤
+// 1e-12, the Newton decrement at machine precision, or a stall at |g|/|g0| ≤ 1e-9
+inline bool newton_converged(double rel, bool at_precision, bool stalled) {
+  return rel <= 1e-12 || at_precision || (stalled && rel <= 1e-9);
+}
 
 // The Gram matrix H = Xᵀ diag(c) X + λI of the same data (the exact-metrics tracker's
 // Hessian), stored beside the record for d ≤ kMaxCachedGramDim: at d = 512 computing it was a

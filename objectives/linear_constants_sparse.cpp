@@ -177,17 +177,9 @@ ObjectiveConstants least_squares_constants(const LeastSquaresCpuSparse& f) {
   };
   const int max_it = static_cast<int>(std::min<Index>(100000, std::max<Index>(1000, 10 * f.dim())));
   const CgResult cg = conjugate_gradient(H, rhs, 1e-13, max_it);
-  c.f_star = f.value(cg.x);
-  c.w_star = cg.x;
   char buf[160];
   std::snprintf(buf, sizeof buf, "normal equations (CG, %d iterations, |r|/|b| = %.2e)", cg.iterations, cg.rel_residual);
-  c.f_star_method = buf;
-  if (cg.rel_residual <= 1e-10) {
-    cc.f_star = c.f_star;
-    cc.w_star = cg.x;
-    cc.method = buf;
-    store_cached(key, f.dim(), cc);
-  }
+  keep_solution(key, f.dim(), f.value(cg.x), cg.x, buf, cg.rel_residual <= 1e-10, cc, c);
   return c;
 }
 
@@ -254,15 +246,7 @@ ObjectiveConstants logistic_constants(const LogisticCpuSparse& f) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "newton-cg, %d steps (%d cg), |g|/|g0| = %.2e%s", it, inner, rel,
                 at_precision ? ", Newton decrement at machine precision" : "");
-  c.f_star = fw;
-  c.w_star = w;
-  c.f_star_method = buf;
-  if (rel <= 1e-12 || at_precision || (stalled && rel <= 1e-9)) {  // only a converged f_* is cached
-    cc.f_star = fw;
-    cc.w_star = w;
-    cc.method = buf;
-    store_cached(key, f.dim(), cc);
-  }
+  keep_solution(key, f.dim(), fw, w, buf, newton_converged(rel, at_precision, stalled), cc, c);
   return c;
 }
 

@@ -109,20 +109,11 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     fw = f.value_grad(w, g);
     report(it + 1);
   }
-  c.f_star = fw;
-  c.w_star = w;
   char buf[160];
   std::snprintf(buf, sizeof buf, "newton%s, %d steps, |g|/|g0| = %.2e%s", dual ? " (n x n Woodbury)" : "", it,
                 g.norm() / g0, at_precision ? ", Newton decrement at machine precision" : "");
-  c.f_star_method = buf;
-  // only a converged solve is cached: a later run must not inherit a bad f_*
   const double rel = g0 > 0 ? g.norm() / g0 : 0.0;
-  if (rel <= 1e-12 || at_precision || (stalled && rel <= 1e-9)) {
-    cc.f_star = fw;
-    cc.w_star = w;
-    cc.method = buf;
-    store_cached(key, f.dim(), cc);
-  }
+  keep_solution(key, f.dim(), fw, w, buf, newton_converged(rel, at_precision, stalled), cc, c);
   return c;
 }
 
