@@ -10,6 +10,9 @@
 // file is held in HDF5's SWMR mode, whose ordered metadata writes keep it consistent at every
 // moment — while the run writes (h5py.File(path, "r", swmr=True) reads it live) and after a
 // SIGKILL (every dataset's extent matches its data; rows up to the last flush are there).
+// A run that ends within its first log.flush_seconds never streams: its buffered rows go into
+// the header's file, which is renamed to NAME.h5 (no .partial ever exists; a kill before then
+// leaves only the .partial.new, and a rerun starts afresh).
 // Series are buffered and written at most log.flush_seconds apart (flush_due()); each such
 // flush may carry a checkpoint (write_checkpoint): the state bag goes to the spare of two
 // slots and /checkpoint/index, written last, names it, so a kill at any instant leaves the
@@ -74,8 +77,8 @@ class RunFile final : public RunLog {
   void abort() override;
 
   void flush();
-  // the header is complete: the file becomes path.partial and enters SWMR mode (the first
-  // append does this itself)
+  // the file becomes path.partial and enters SWMR mode (the first flush that is due, or a
+  // checkpoint, does this itself)
   void start_streaming();
   // resume: take the rows of `from` up to its checkpoint (and its delay summary and start
   // time); call before start_streaming
@@ -84,6 +87,7 @@ class RunFile final : public RunLog {
 
  private:
   void end_streaming();
+  void chunk_full();
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_;

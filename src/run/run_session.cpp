@@ -47,7 +47,6 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
   try {
     write_header(data_sha, data_bytes);
     if (resume) run_file.adopt(*resume);
-    run_file.start_streaming();  // the header is complete: the file becomes RUN.h5.partial, in SWMR mode
     start_observer(method, stop_after);
     if (resume && resume->has_checkpoint) obs_->restore(resume->state);
   } catch (...) {
