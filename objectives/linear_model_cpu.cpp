@@ -4,6 +4,7 @@
 
 #include "objectives/linear_constants_cache.hpp"
 #include "objectives/linear_loss_head.hpp"
+#include "objectives/linear_stage_product.hpp"
 #include "src/core/error.hpp"
 
 #include "src/core/parallel.hpp"
@@ -16,30 +17,6 @@ namespace {
 // thread count, src/core/parallel.hpp).
 constexpr Index kRowChunk = 256;
 
-// a += X z with every row summed in ascending column order, a(i) + X(i,0) z(0) + X(i,1) z(1) + …
-// (four columns a pass, the same order). The mixed point's activation (staged_activation) and
-// the pipeline's stage forward (stage_forward) both go through it, so they agree bit for bit
-// however the columns are cut into stages. Eigen's general GEMV paid its set-up once per
-// stage: at S = 128 stages of four columns that was a third of an RPD update.
-template <class Block>
-void add_product_in_column_order(const Block& X, const double* z, double* __restrict a) {
-  const Index rows = X.rows(), cols = X.cols(), ld = X.outerStride();
-  const double* x = X.data();
-  Index j = 0;
-  for (; j + 4 <= cols; j += 4) {
-    const double* __restrict c0 = x + j * ld;
-    const double* __restrict c1 = c0 + ld;
-    const double* __restrict c2 = c1 + ld;
-    const double* __restrict c3 = c2 + ld;
-    const double z0 = z[j], z1 = z[j + 1], z2 = z[j + 2], z3 = z[j + 3];
-    for (Index i = 0; i < rows; ++i) a[i] = a[i] + c0[i] * z0 + c1[i] * z1 + c2[i] * z2 + c3[i] * z3;
-  }
-  for (; j < cols; ++j) {
-    const double* __restrict c = x + j * ld;
-    const double zj = z[j];
-    for (Index i = 0; i < rows; ++i) a[i] = a[i] + c[i] * zj;
-  }
-}
 }  // namespace
 
 void gemv_parallel(const Mat& X, const Vec& w, Vec& out) {
@@ -271,6 +248,17 @@ const Mat& LinearModelCpu<Loss>::gram() const {
   return gram_;
 }
 
+template <class Loss>
+const ColumnBlockProducts& LinearModelCpu<Loss>::gram_blocks() const {
+  std::call_once(gram_blocks_once_, [this] {
+    const Mat& H = gram();
+    std::vector<Index> offsets;
+    for (int s = 0; s <= blocks_.stages(); ++s) offsets.push_back(s < blocks_.stages() ? blocks_.offset(s) : dim());
+    gram_blocks_ = ColumnBlockProducts(H.data(), H.rows(), H.rows(), std::move(offsets), size_t{32} << 20);
+  });
+  return gram_blocks_;
+}
+
 namespace {
 
 // Keeps f and ∇f current under single-block changes without an O(n·d) pass per change.
@@ -299,8 +287,12 @@ class LinearTracker final : public IterateTracker {
     for (int s = 0; s < f_.stages(); ++s) pending_[s].setZero(f_.blocks().size(s)), has_pending_[s] = false;
     changes_ = 0;
     if (use_hessian_) {
-      // gradient of the quadratic from its closed form: ∇f(w) = H (w − w_*)
-      g_.noalias() = f_.gram() * (w_ - *f_.constants().w_star);
+      // gradient of the quadratic from its closed form: ∇f(w) = H (w − w_*), summed as the
+      // ensemble tracker sums it (src/core/block_product.hpp)
+      const Vec e = w_ - *f_.constants().w_star;
+      const Mat& H = f_.gram();
+      g_.setZero(H.rows());
+      add_block_product(H.data(), H.rows(), H.rows(), H.cols(), e.data(), e.size(), g_.data(), g_.size(), 1);
     } else {
       gemv_parallel(f_.data().X, w_, a_);
       grad_fresh_ = false;
@@ -370,7 +362,7 @@ class LinearTracker final : public IterateTracker {
         reset(w_);
         return;
       }
-      if (use_hessian_) g_.noalias() += f_.gram().middleCols(P.offset(s), P.size(s)) * pending_[s];
+      if (use_hessian_) f_.gram_blocks().add(s, pending_[s].data(), P.size(s), g_.data(), g_.size(), 1);
       else a_.noalias() += f_.data().X.middleCols(P.offset(s), P.size(s)) * pending_[s], grad_fresh_ = false;
       pending_[s].setZero();
       has_pending_[s] = false;

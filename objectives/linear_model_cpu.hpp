@@ -9,6 +9,7 @@
 #include "objectives/linear_data.hpp"
 #include "objectives/linear_losses.hpp"
 #include "objectives/objective.hpp"
+#include "src/core/block_product.hpp"
 
 namespace stale {
 
@@ -63,6 +64,9 @@ class LinearModelCpu final : public Objective {
   // matrix for logistic); computed once on first use, safely when runs of an in-process
   // sweep share the objective
   const Mat& gram() const;
+  // the trackers' H[:, s] Δ_s for one column or an ensemble's P (src/core/block_product.hpp):
+  // gram() with each stage's columns packed once (d ≤ 2048), bit for bit Eigen's GEMV
+  const ColumnBlockProducts& gram_blocks() const;
   // the key of this data, loss and λ in the on-disk cache (constants, Gram matrix): the data's
   // content hashed once per objective, not once per record
   uint64_t cache_key() const;
@@ -78,6 +82,8 @@ class LinearModelCpu final : public Objective {
   double l2_;
   mutable Mat gram_;
   mutable std::once_flag gram_once_;
+  mutable ColumnBlockProducts gram_blocks_;
+  mutable std::once_flag gram_blocks_once_;
   mutable uint64_t cache_key_ = 0;
   mutable std::once_flag cache_key_once_;
 };

@@ -1,18 +1,22 @@
 // Lockstep ensembles on the linear models' CPU twin (docs/design.md "Ensembles"). P runs that
-// share data, schedule and random streams evaluate their P points with one product where a
-// single run takes a matrix–vector product:
+// share data, schedule and random streams advance together:
 //
 //   stage s forward:   A_out = A_in + X_s W_s          (b × d_s)(d_s × P)
 //   stage s backward:  G_s   = X_sᵀ Δ + λ W_s,  Δ_in = Δ
 //   mini-batch block gradient at P mixed points Z:  G_s = X_m[:, s]ᵀ ℓ'(X_m Z) / b + λ Z_s
 //   metrics: ∇f moved by H[:, s] ΔW_s (least squares) or the activations by X[:, s] ΔW_s
 //
-// A GEMM sums in another order than a GEMV, so a column agrees with its separate run to
-// rounding (tests/optimizers/test_ensemble.cpp states the tolerance); with P = 1 every call
-// is the single-point function itself, bit for bit.
+// The metrics products (d × d_s against P columns, the largest by far) are one pass of
+// src/core/block_product.hpp's kernel over H or X for all columns, which sums every column
+// exactly as the single tracker does. The mini-batch products (b × d_s, b ≈ 10) run column by
+// column through the single-point code, their X_m block hot in L1 after the first column: so
+// a least-squares column is its separate run bit for bit (tests/run/test_ensemble.cpp). On the
+// activation route (logistic) the gradient Xᵀ ℓ'(X W) is one GEMM, which sums in another order
+// than the single run's GEMV: there a column agrees with its run to rounding.
 #include <algorithm>
 
 #include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear_stage_product.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -20,22 +24,12 @@ namespace stale {
 template <class Loss>
 void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
   STALE_CHECK(Z.rows() == dim(), "Z is d × P");
-  const Index P = Z.cols(), off = blocks_.offset(s), ds = blocks_.size(s);
-  G.resize(ds, P);
-  if (P == 1) {
-    const Vec z = Z.col(0);
-    batch_block_grad(z, m, s, G.col(0));
-    return;
+  G.resize(blocks_.size(s), Z.cols());
+  Vec z;
+  for (Index p = 0; p < Z.cols(); ++p) {
+    z = Z.col(p);
+    batch_block_grad(z, m, s, G.col(p));
   }
-  const auto Xm = batch_X(m);
-  const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
-  Mat R;
-  R.noalias() = Xm * Z;
-  const double inv_b = 1.0 / static_cast<double>(Xm.rows());
-  for (Index p = 0; p < P; ++p)
-    for (Index i = 0; i < R.rows(); ++i) R(i, p) = Loss::deriv(R(i, p), ym(i)) * inv_b;
-  G.noalias() = Xm.middleCols(off, ds).transpose() * R;
-  if (l2_ != 0) G += l2_ * Z.middleRows(off, ds);
 }
 
 template <class Loss>
@@ -45,10 +39,9 @@ void LinearModelCpu<Loss>::stage_forward_cols(int s, int m, const Mat& in, const
   STALE_CHECK(in.cols() == P, "one activation column per point");
   caches.clear();
   caches.resize(P);  // a linear stage keeps nothing for its backward pass
-  if (P == 1) return stage_forward(s, m, in, W_s.col(0), out, caches[0]);
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   out = in;
-  out.noalias() += Xs * W_s;
+  for (Index p = 0; p < P; ++p) add_product_in_column_order(Xs, W_s.col(p).data(), out.col(p).data());
 }
 
 template <class Loss>
@@ -79,9 +72,12 @@ void LinearModelCpu<Loss>::stage_backward_cols(int s, int m, const Mat& grad_out
   const Index P = W_s.cols();
   STALE_CHECK(grad_out.cols() == P && static_cast<Index>(caches.size()) == P, "one column per point");
   grad_W.resize(blocks_.size(s), P);
-  if (P == 1) return stage_backward(s, m, grad_out, W_s.col(0), caches[0].get(), grad_W.col(0), grad_in);
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
-  grad_W.noalias() = Xs.transpose() * grad_out;
+  Vec r;
+  for (Index p = 0; p < P; ++p) {
+    r = grad_out.col(p);  // a plain vector: the GEMV stage_backward runs
+    grad_W.col(p).noalias() = Xs.transpose() * r;
+  }
   if (l2_ != 0) grad_W += l2_ * W_s;
   grad_in = grad_out;
 }
@@ -143,33 +139,37 @@ class LinearEnsembleTracker final : public EnsembleTracker {
   }
 
  private:
-  // Y[:, cols] += M · D where D holds the columns `cols` of Dfull: one GEMM in place when
-  // every column takes part, else gathered and scattered
-  static void add_product(Mat& Y, const Eigen::Block<const Mat, Eigen::Dynamic, Eigen::Dynamic, true>& M,
-                          const Mat& Dfull, const std::vector<int>& cols) {
+  // Y[:, cols] += (product with) Dfull[:, cols] through add(D, ldd, Y, ldy, P): in place when
+  // every column takes part, else on gathered copies (each column's sums are the same either
+  // way: src/core/block_product.hpp)
+  template <class Add>
+  static void add_columns(Mat& Y, const Mat& Dfull, const std::vector<int>& cols, Add add) {
     if (static_cast<Index>(cols.size()) == Dfull.cols()) {
-      Y.noalias() += M * Dfull;
+      add(Dfull.data(), Dfull.rows(), Y.data(), Y.rows(), Dfull.cols());
       return;
     }
-    Mat D(Dfull.rows(), static_cast<Index>(cols.size()));
-    for (size_t j = 0; j < cols.size(); ++j) D.col(static_cast<Index>(j)) = Dfull.col(cols[j]);
-    Mat R;
-    R.noalias() = M * D;
-    for (size_t j = 0; j < cols.size(); ++j) Y.col(cols[j]) += R.col(static_cast<Index>(j));
+    const Index c = static_cast<Index>(cols.size());
+    Mat D(Dfull.rows(), c), R(Y.rows(), c);
+    for (Index j = 0; j < c; ++j) D.col(j) = Dfull.col(cols[j]), R.col(j) = Y.col(cols[j]);
+    add(D.data(), D.rows(), R.data(), R.rows(), c);
+    for (Index j = 0; j < c; ++j) Y.col(cols[j]) = R.col(j);
   }
 
+  // Y[:, cols] = M · W[:, cols] (minus w_* on the Hessian route), summed as the single
+  // tracker's reset sums it
   void recompute(const std::vector<int>& cols) {
     if (cols.empty()) return;
-    Mat D(f_.dim(), static_cast<Index>(cols.size()));
-    for (size_t j = 0; j < cols.size(); ++j) D.col(static_cast<Index>(j)) = W_.col(cols[j]);
-    Mat R;
-    if (hessian_) {
-      D.colwise() -= *f_.constants().w_star;
-      R.noalias() = f_.gram() * D;  // ∇f(w) = H (w − w_*)
-      for (size_t j = 0; j < cols.size(); ++j) G_.col(cols[j]) = R.col(static_cast<Index>(j));
-    } else {
-      R.noalias() = f_.data().X * D;
-      for (size_t j = 0; j < cols.size(); ++j) A_.col(cols[j]) = R.col(static_cast<Index>(j)), grad_dirty_[cols[j]] = 1;
+    const Index c = static_cast<Index>(cols.size());
+    Mat D(f_.dim(), c);
+    for (Index j = 0; j < c; ++j) D.col(j) = W_.col(cols[j]);
+    const Mat& M = hessian_ ? f_.gram() : f_.data().X;
+    if (hessian_) D.colwise() -= *f_.constants().w_star;
+    Mat R = Mat::Zero(M.rows(), c);
+    add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
+    Mat& Y = hessian_ ? G_ : A_;
+    for (Index j = 0; j < c; ++j) {
+      Y.col(cols[j]) = R.col(j);
+      if (!hessian_) grad_dirty_[cols[j]] = 1;
     }
   }
 
@@ -186,9 +186,14 @@ class LinearEnsembleTracker final : public EnsembleTracker {
       }
       if (!cols.empty()) {
         if (hessian_) {
-          add_product(G_, f_.gram().middleCols(B.offset(s), B.size(s)), pending_[s], cols);
+          add_columns(G_, pending_[s], cols, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
+            f_.gram_blocks().add(s, D, ldd, Y, ldy, P);
+          });
         } else {
-          add_product(A_, f_.data().X.middleCols(B.offset(s), B.size(s)), pending_[s], cols);
+          const Mat& X = f_.data().X;
+          add_columns(A_, pending_[s], cols, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
+            add_block_product(X.data() + B.offset(s) * X.rows(), X.rows(), X.rows(), B.size(s), D, ldd, Y, ldy, P);
+          });
           for (int p : cols) grad_dirty_[p] = 1;
         }
       }

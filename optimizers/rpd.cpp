@@ -211,9 +211,9 @@ class Rpd final : public Method {
       f.batch_block_grad_cols(Z, m, s, G);
       if (p_.grad_noise_std != 0) {
         // one draw for all columns: each separate run draws the same values from its own stream
-        noise_draw = Vec::Zero(P.size(s));
-        noise.add(noise_draw);
-        G.colwise() += noise_draw;
+        noise_draw.resize(P.size(s));
+        noise.draw(noise_draw);
+        for (Index c = 0; c < G.cols(); ++c) noise.add_drawn(G.col(c), noise_draw);
       }
       // every column's change is announced before any is reported: trackers shared between
       // the columns apply them as one product

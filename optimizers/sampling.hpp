@@ -1,6 +1,7 @@
 #pragma once
 // Samplers of RPD step 3 (docs/theory.md §2) and the additive gradient noise, each on its own
 // seeded stream so that one never shifts another.
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -56,9 +57,18 @@ class StageSampler {
 class GradientNoise {
  public:
   GradientNoise(double std, uint64_t seed) : std_(std), rng_(seed, Stream::GradNoise) {}
+  // g += σ z with the next draws z, each element one fused multiply-add (written out, so that
+  // a run and an ensemble column — draw() once, add_drawn() per column — agree bit for bit)
   void add(VecRef g) {
     if (std_ == 0) return;
-    for (Index i = 0; i < g.size(); ++i) g(i) += std_ * rng_.normal();
+    for (Index i = 0; i < g.size(); ++i) g(i) = std::fma(std_, rng_.normal(), g(i));
+  }
+  // the next z.size() draws as standard normals, for add_drawn on every column of an ensemble
+  void draw(Vec& z) {
+    for (Index i = 0; i < z.size(); ++i) z(i) = rng_.normal();
+  }
+  void add_drawn(VecRef g, const Vec& z) const {
+    for (Index i = 0; i < g.size(); ++i) g(i) = std::fma(std_, z(i), g(i));
   }
   void save(StateBag& b, const std::string& name) const { save_rng(b, name, rng_); }
   void restore(const StateBag& b, const std::string& name) { restore_rng(b, name, rng_); }

@@ -226,8 +226,8 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
       acc_n[r][j] = 0;
       if (opt.method.grad_noise_std != 0) {
         // one draw for all columns: each separate run draws the same values from its own stream
-        noise_draw = Vec::Zero(dj);
-        noise.add(noise_draw);
+        noise_draw.resize(dj);
+        noise.draw(noise_draw);
       }
       UpdateEvent e;
       ++k;
@@ -246,7 +246,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
         if (!running[p]) continue;
         g = acc[r][p][j] / count;
         acc[r][p][j].setZero();
-        if (opt.method.grad_noise_std != 0) g += noise_draw;
+        if (opt.method.grad_noise_std != 0) noise.add_drawn(g, noise_draw);
         // the micro-batch's own column of p (a column running now ran at its first forward)
         const auto pos = std::find(st.cols.begin(), st.cols.end(), p) - st.cols.begin();
         STALE_CHECK(pos < n, "a running column is in every micro-batch in flight");
