@@ -1,5 +1,6 @@
 #include "objectives/linear_model_cpu.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "objectives/linear_constants_cache.hpp"
@@ -46,6 +47,15 @@ template <class Loss>
 LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2)
     : data_(std::move(data)), l2_(l2) {
   blocks_ = BlockPartition(data_->d(), stages);
+  const Mat& X = data_->X;
+  if (static_cast<size_t>(X.size()) * sizeof(double) <= kMaxBatchCopyBytes) {
+    by_batch_.resize(static_cast<size_t>(X.size()));
+    double* out = by_batch_.data();
+    for (int m = 0; m < num_batches(); ++m) {
+      const Index off = data_->batch_offsets[m], rows = batch_rows(m);
+      for (Index j = 0; j < X.cols(); ++j, out += rows) std::copy_n(X.data() + off + j * X.rows(), rows, out);
+    }
+  }
 }
 
 template <class Loss>
