@@ -74,7 +74,7 @@ TEST_CASE("RpdReadsStayWithinTheDelayBoundAndMatchHistory") {
 
 TEST_CASE("VersionStoreHoldsAtMostBoundPlusOneVersionsAndReadsHistory") {
   const BlockPartition P(23, 4);
-  for (int64_t bound : {0, 1, 5, 40}) {
+  for (int64_t bound : {0, 1, 2, 3, 5, 7, 8, 9, 40, 130}) {
     CAPTURE(bound);
     VersionStore store(P, Vec::Zero(23), bound);
     std::vector<Vec> history = {store.current()};
