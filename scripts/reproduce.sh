@@ -29,7 +29,6 @@ for s in audit_delta_sweep audit_stages_sweep audit_stages_mean_sweep audit_paci
   sweep "$s"
 done
 echo "== figures and tables" >&2
-for e in e1 e2 e3 e4; do python3 scripts/experiments.py "$e" >/dev/null; done
-for a in bound delta stages paci localsgd; do python3 scripts/audits.py "$a" >/dev/null; done
+python3 scripts/figures.py >/dev/null
 wall=$(( $(date +%s) - start ))
 echo "reproduce.sh: wall time ${wall} s on $(nproc) cores" | tee results/reproduce_wall_time.txt
