@@ -49,13 +49,20 @@ LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int
   blocks_ = BlockPartition(data_->d(), stages);
   const Mat& X = data_->X;
   if (static_cast<size_t>(X.size()) * sizeof(double) <= kMaxBatchCopyBytes) {
-    by_batch_.resize(static_cast<size_t>(X.size()));
-    double* out = by_batch_.data();
-    for (int m = 0; m < num_batches(); ++m) {
-      const Index off = data_->batch_offsets[m], rows = batch_rows(m);
-      for (Index j = 0; j < X.cols(); ++j, out += rows) std::copy_n(X.data() + off + j * X.rows(), rows, out);
-    }
+    by_batch_.reset(new double[static_cast<size_t>(X.size())]);  // uninitialised: pages are touched by the copies
+    by_batch_once_.reset(new std::once_flag[static_cast<size_t>(num_batches())]);
   }
+}
+
+template <class Loss>
+const double* LinearModelCpu<Loss>::batch_copy(int m) const {
+  const Index off = data_->batch_offsets[m], rows = batch_rows(m);
+  double* out = by_batch_.get() + off * dim();
+  std::call_once(by_batch_once_[m], [&] {
+    const Mat& X = data_->X;
+    for (Index j = 0; j < X.cols(); ++j) std::copy_n(X.data() + off + j * X.rows(), rows, out + j * rows);
+  });
+  return out;
 }
 
 template <class Loss>

@@ -78,7 +78,7 @@ class LinearModelCpu final : public Objective {
   using BatchView = Eigen::Map<const Mat, 0, Eigen::OuterStride<>>;
   BatchView batch_X(int m) const {
     const Index off = data_->batch_offsets[m], rows = batch_rows(m);
-    if (!by_batch_.empty()) return BatchView(by_batch_.data() + off * dim(), rows, dim(), Eigen::OuterStride<>(rows));
+    if (by_batch_) return BatchView(batch_copy(m), rows, dim(), Eigen::OuterStride<>(rows));
     return BatchView(data_->X.data() + off, rows, dim(), Eigen::OuterStride<>(data_->X.rows()));
   }
   Vec staged_activation(int m, const Vec& z) const;
@@ -86,9 +86,12 @@ class LinearModelCpu final : public Objective {
   // X once more, batch after batch, each batch's rows × d block column-major and contiguous: a
   // mini-batch product reads one stream instead of b values from each of d columns n apart
   // (its cache lines were most of an RPD update's activation at S = 128). Kept while it takes
-  // at most kMaxBatchCopyBytes; the same values, so the same results either way.
+  // at most kMaxBatchCopyBytes; the same values, so the same results either way. Each batch is
+  // copied on its first use (a short run would otherwise pay the whole copy's page faults).
   static constexpr size_t kMaxBatchCopyBytes = size_t{64} << 20;
-  std::vector<double> by_batch_;
+  std::unique_ptr<double[]> by_batch_;
+  std::unique_ptr<std::once_flag[]> by_batch_once_;
+  const double* batch_copy(int m) const;
   double l2_;
   mutable Mat gram_;
   mutable std::once_flag gram_once_;

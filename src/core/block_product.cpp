@@ -161,15 +161,18 @@ ColumnBlockProducts::ColumnBlockProducts(const double* A, Index lda, Index rows,
     : A_(A), lda_(lda), rows_(rows), offsets_(std::move(offsets)) {
   const size_t panels = static_cast<size_t>((rows + kPanel - 1) / kPanel);
   const size_t cols = offsets_.empty() ? 0 : static_cast<size_t>(offsets_.back() - offsets_.front());
-  if (panels * kPanel * cols * sizeof(double) > max_packed_bytes) return;
-  for (size_t s = 0; s + 1 < offsets_.size(); ++s)
-    packed_.push_back(pack_panels(A_ + offsets_[s] * lda_, lda_, rows_, offsets_[s + 1] - offsets_[s]));
+  pack_ = panels * kPanel * cols * sizeof(double) <= max_packed_bytes && offsets_.size() > 1;
+  if (!pack_) return;
+  packed_.resize(offsets_.size() - 1);
+  packed_once_.reset(new std::once_flag[offsets_.size() - 1]);
 }
 
 void ColumnBlockProducts::add(int s, const double* D, Index ldd, double* Y, Index ldy, Index P) const {
   const Index k = offsets_[s + 1] - offsets_[s];
-  if (packed()) add_packed_block_product(packed_[s].data(), lda_, rows_, k, D, ldd, Y, ldy, P);
-  else add_block_product(A_ + offsets_[s] * lda_, lda_, rows_, k, D, ldd, Y, ldy, P);
+  if (!pack_) return add_block_product(A_ + offsets_[s] * lda_, lda_, rows_, k, D, ldd, Y, ldy, P);
+  auto& block = packed_[static_cast<size_t>(s)];  // written once, before any caller passes call_once
+  std::call_once(packed_once_[s], [&] { block = pack_panels(A_ + offsets_[s] * lda_, lda_, rows_, k); });
+  add_packed_block_product(block.data(), lda_, rows_, k, D, ldd, Y, ldy, P);
 }
 
 }  // namespace stale

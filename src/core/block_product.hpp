@@ -17,6 +17,8 @@
 // scalar paths agree. The groups are those of Eigen 3.4's column-major GEMV, so a tracker that
 // moved from Eigen to this kernel gives the same bits as before (tests/core/test_block_product.cpp
 // checks Y += A x against Eigen for several shapes).
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "src/core/types.hpp"
@@ -37,21 +39,24 @@ void add_packed_block_product(const double* Ap, Index lda, Index rows, Index k, 
                               Index ldy, Index P);
 
 // The column blocks [offsets[s], offsets[s + 1]) of A (rows × cols, column stride lda) for
-// add(s, …): packed once when the copy takes at most max_packed_bytes, else read in place —
-// the same bits either way, so the choice changes the speed only. A must outlive this.
+// add(s, …): each block packed on its first use when the copies take at most max_packed_bytes,
+// else read in place — the same bits either way, so the choice changes the speed only. Safe to
+// share between threads. A must outlive this.
 class ColumnBlockProducts {
  public:
   ColumnBlockProducts() = default;
   ColumnBlockProducts(const double* A, Index lda, Index rows, std::vector<Index> offsets, size_t max_packed_bytes);
   // Y(:, p) += A[:, block s] · D(:, p) for p < P (D: size_s × P, stride ldd; Y: rows × P, stride ldy)
   void add(int s, const double* D, Index ldd, double* Y, Index ldy, Index P) const;
-  bool packed() const { return !packed_.empty(); }
+  bool packed() const { return pack_; }
 
  private:
   const double* A_ = nullptr;
   Index lda_ = 0, rows_ = 0;
   std::vector<Index> offsets_;
-  std::vector<std::vector<double>> packed_;  // [block]: pack_panels of its columns
+  bool pack_ = false;
+  mutable std::vector<std::vector<double>> packed_;  // [block]: pack_panels of its columns, once used
+  std::unique_ptr<std::once_flag[]> packed_once_;
 };
 
 }  // namespace stale
