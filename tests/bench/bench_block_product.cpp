@@ -38,64 +38,43 @@ Mat columns(Index P) {
   return D;
 }
 
-void BM_EigenGemvs(benchmark::State& state) {
-  const auto& S = setup();
+// times product(s, D, Y) with the stage cycling, as a run's tracker does
+template <class Product>
+void time_product(benchmark::State& state, Product product) {
   const Index P = state.range(0);
   const Mat D = columns(P);
   Mat Y = Mat::Zero(kD, P);
-  Vec d(kDs);
   int s = 0;
   for (auto _ : state) {
-    for (Index p = 0; p < P; ++p) {
-      d = D.col(p);
-      Y.col(p).noalias() += S.H.middleCols(s * kDs, kDs) * d;
-    }
+    product(s, D, Y);
     s = (s + 1) % kStages;
     benchmark::DoNotOptimize(Y.data());
   }
   state.SetItemsProcessed(state.iterations() * P);
+}
+
+void BM_EigenGemvs(benchmark::State& state) {
+  Vec d(kDs);
+  time_product(state, [&](int s, const Mat& D, Mat& Y) {
+    for (Index p = 0; p < D.cols(); ++p) {
+      d = D.col(p);
+      Y.col(p).noalias() += setup().H.middleCols(s * kDs, kDs) * d;
+    }
+  });
 }
 
 void BM_EigenGemm(benchmark::State& state) {
-  const auto& S = setup();
-  const Index P = state.range(0);
-  const Mat D = columns(P);
-  Mat Y = Mat::Zero(kD, P);
-  int s = 0;
-  for (auto _ : state) {
-    Y.noalias() += S.H.middleCols(s * kDs, kDs) * D;
-    s = (s + 1) % kStages;
-    benchmark::DoNotOptimize(Y.data());
-  }
-  state.SetItemsProcessed(state.iterations() * P);
+  time_product(state, [](int s, const Mat& D, Mat& Y) { Y.noalias() += setup().H.middleCols(s * kDs, kDs) * D; });
 }
 
 void BM_KernelInPlace(benchmark::State& state) {
-  const auto& S = setup();
-  const Index P = state.range(0);
-  const Mat D = columns(P);
-  Mat Y = Mat::Zero(kD, P);
-  int s = 0;
-  for (auto _ : state) {
-    add_block_product(S.H.data() + s * kDs * kD, kD, kD, kDs, D.data(), kDs, Y.data(), kD, P);
-    s = (s + 1) % kStages;
-    benchmark::DoNotOptimize(Y.data());
-  }
-  state.SetItemsProcessed(state.iterations() * P);
+  time_product(state, [](int s, const Mat& D, Mat& Y) {
+    add_block_product(setup().H.data() + s * kDs * kD, kD, kD, kDs, D.data(), kDs, Y.data(), kD, D.cols());
+  });
 }
 
 void BM_KernelPacked(benchmark::State& state) {
-  const auto& S = setup();
-  const Index P = state.range(0);
-  const Mat D = columns(P);
-  Mat Y = Mat::Zero(kD, P);
-  int s = 0;
-  for (auto _ : state) {
-    S.packed.add(s, D.data(), kDs, Y.data(), kD, P);
-    s = (s + 1) % kStages;
-    benchmark::DoNotOptimize(Y.data());
-  }
-  state.SetItemsProcessed(state.iterations() * P);
+  time_product(state, [](int s, const Mat& D, Mat& Y) { setup().packed.add(s, D.data(), kDs, Y.data(), kD, D.cols()); });
 }
 }  // namespace
 
