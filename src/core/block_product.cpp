@@ -62,7 +62,10 @@ inline void vector_chain(const double* A, Layout L, Index j0, Index j1, const do
     __m256d x[MP][2];
 #pragma GCC unroll 16
     for (int m = 0; m < MP; ++m)
-      for (int v = 0; v < 2; ++v) x[m][v] = _mm256_loadu_pd(A + m * L.panel_step + j * L.col_step + 4 * v);
+      for (int v = 0; v < 2; ++v) {
+        x[m][v] = _mm256_loadu_pd(A + m * L.panel_step + j * L.col_step + 4 * v);
+        if constexpr (NC > 1) __asm__("" : "+x"(x[m][v]));  // one load, not one per column (load ports were the limit)
+      }
 #pragma GCC unroll 16
     for (int c = 0; c < NC; ++c) {
       const __m256d b = _mm256_broadcast_sd(D + j + c * ldd);
