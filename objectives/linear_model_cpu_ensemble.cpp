@@ -175,40 +175,33 @@ class LinearEnsembleTracker final : public EnsembleTracker {
 
   void apply_pending() {
     const auto& B = f_.blocks();
-    std::vector<char> resync(P_, 0);
-    std::vector<int> cols;
+    resync_.assign(P_, 0);
     for (int s = 0; s < B.stages(); ++s) {
-      cols.clear();
+      cols_.clear();
       for (int p = 0; p < P_; ++p) {
-        if (!has_[s][p] || resync[p]) continue;
-        if (++changes_[p] >= kResync) resync[p] = 1;
-        else cols.push_back(p);
+        if (!has_[s][p]) continue;
+        if (!resync_[p] && ++changes_[p] >= kResync) resync_[p] = 1;
+        if (resync_[p]) pending_[s].col(p).setZero(), has_[s][p] = 0;  // recomputed below
+        else cols_.push_back(p);
       }
-      if (!cols.empty()) {
-        if (hessian_) {
-          add_columns(G_, pending_[s], cols, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
-            f_.gram_blocks().add(s, D, ldd, Y, ldy, P);
-          });
-        } else {
-          const Mat& X = f_.data().X;
-          add_columns(A_, pending_[s], cols, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
-            add_block_product(X.data() + B.offset(s) * X.rows(), X.rows(), X.rows(), B.size(s), D, ldd, Y, ldy, P);
-          });
-          for (int p : cols) grad_dirty_[p] = 1;
-        }
+      if (cols_.empty()) continue;
+      if (hessian_) {
+        add_columns(G_, pending_[s], cols_, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
+          f_.gram_blocks().add(s, D, ldd, Y, ldy, P);
+        });
+      } else {
+        const Mat& X = f_.data().X;
+        add_columns(A_, pending_[s], cols_, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
+          add_block_product(X.data() + B.offset(s) * X.rows(), X.rows(), X.rows(), B.size(s), D, ldd, Y, ldy, P);
+        });
+        for (int p : cols_) grad_dirty_[p] = 1;
       }
-      for (int p = 0; p < P_; ++p)
-        if (has_[s][p] && (resync[p] || std::find(cols.begin(), cols.end(), p) != cols.end()))
-          pending_[s].col(p).setZero(), has_[s][p] = 0;
+      for (int p : cols_) pending_[s].col(p).setZero(), has_[s][p] = 0;
     }
-    std::vector<int> again;
+    cols_.clear();
     for (int p = 0; p < P_; ++p)
-      if (resync[p]) {
-        again.push_back(p);
-        changes_[p] = 0;
-        for (int s = 0; s < B.stages(); ++s) pending_[s].col(p).setZero(), has_[s][p] = 0;
-      }
-    recompute(again);
+      if (resync_[p]) cols_.push_back(p), changes_[p] = 0;
+    recompute(cols_);
   }
 
   void refresh_gradient() {
@@ -240,6 +233,8 @@ class LinearEnsembleTracker final : public EnsembleTracker {
   std::vector<std::vector<char>> has_;   // [block][column]: whether pending holds a change
   std::vector<int> changes_;             // [column] applied changes since the last recompute
   std::vector<char> grad_dirty_;         // [column] activation route: gradient to recompute
+  std::vector<char> resync_;             // apply_pending's scratch: columns recomputed this time
+  std::vector<int> cols_;                // apply_pending's scratch: columns taking part
 };
 
 }  // namespace

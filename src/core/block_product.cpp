@@ -95,9 +95,17 @@ inline void vector_tile(const double* A, Layout L, Index k, const double* D, Ind
 template <int G>
 void panel_group(const double* A, Layout L, Index k, const double* D, Index ldd, double* Y, Index ldy, Index P) {
   Index p = 0;
-  for (; p + 4 <= P; p += 4)
+  // blocks of 4 columns (8 chains); a remainder of 5 or 6 after them as one block of 10 or 12
+  // chains rather than a 4 and a thin one
+  const Index wide = P >= 5 && (P % 4 == 1 || P % 4 == 2) ? P % 4 + 4 : 0;
+  for (; p + 4 <= P - wide; p += 4)
     for (int g = 0; g < G; ++g)
       vector_tile<4, 1>(A + g * L.panel_step, L, k, D + p * ldd, ldd, Y + g * kPanel + p * ldy, ldy);
+  if (wide == 5)
+    for (int g = 0; g < G; ++g) vector_tile<5, 1>(A + g * L.panel_step, L, k, D + p * ldd, ldd, Y + g * kPanel + p * ldy, ldy);
+  if (wide == 6)
+    for (int g = 0; g < G; ++g) vector_tile<6, 1>(A + g * L.panel_step, L, k, D + p * ldd, ldd, Y + g * kPanel + p * ldy, ldy);
+  if (wide) return;
   const double* Dp = D + p * ldd;
   double* Yp = Y + p * ldy;
   switch (P - p) {
