@@ -1,6 +1,7 @@
 // The RPD authors' delay rule (docs/theory.md §2): each block's delay is drawn i.i.d. uniform on
 // {0, …, min(δ, k)}, independently of the stage and batch draws.
 #include <algorithm>
+#include <vector>
 
 #include "delays/delay_registry.hpp"
 #include "src/config/config.hpp"
@@ -18,14 +19,26 @@ class UniformDelay final : public DelayModel {
     const double u = bits_to_unit(hash_bits(seed_, Stream::Delays, static_cast<uint64_t>(k), static_cast<uint64_t>(block)));
     return scale(u, k);
   }
-  // the same values with the k part of the hash taken once (two of six splitmix64 steps a block)
+  // the same values with the k part of the hash taken once and the block parts from a table:
+  // one splitmix64 step a block instead of six
   void delays(int64_t k, std::vector<int64_t>& d) const override {
     const uint64_t prefix = hash_bits_prefix(seed_, Stream::Delays, static_cast<uint64_t>(k));
-    for (size_t i = 0; i < d.size(); ++i) d[i] = scale(bits_to_unit(hash_bits_finish(prefix, hash_bits_b_part(i))), k);
+    const auto& parts = block_parts();
+    const size_t n = std::min(d.size(), parts.size());
+    for (size_t i = 0; i < n; ++i) d[i] = scale(bits_to_unit(hash_bits_finish(prefix, parts[i])), k);
+    for (size_t i = n; i < d.size(); ++i) d[i] = scale(bits_to_unit(hash_bits_finish(prefix, hash_bits_b_part(i))), k);
   }
   double steady_state_mean() const override { return 0.5 * static_cast<double>(d_); }
 
  private:
+  static const std::vector<uint64_t>& block_parts() {
+    static const std::vector<uint64_t> parts = [] {
+      std::vector<uint64_t> p(1024);
+      for (size_t i = 0; i < p.size(); ++i) p[i] = hash_bits_b_part(i);
+      return p;
+    }();
+    return parts;
+  }
   int64_t scale(double u, int64_t k) const {
     const uint64_t range = static_cast<uint64_t>(std::min(d_, k)) + 1;
     return static_cast<int64_t>(u * static_cast<double>(range));
