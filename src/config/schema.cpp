@@ -145,7 +145,8 @@ const std::vector<KeySpec>& config_schema() {
       Bool("log.progress", true, "progress lines on stderr"),
       Float("log.flush_seconds", 5.0,
             "seconds between writes of the run file's buffered series and of a checkpoint into the .partial (what a "
-            "killed run loses at most; stale run --resume continues from it); 0 = at every update",
+            "killed run loses at most; stale run --resume continues from it); the .partial appears at the first of them (a "
+            "shorter run is written once); 0 = at every update",
             0.0, false, 1e9),
   };
   return schema;
