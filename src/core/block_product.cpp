@@ -24,6 +24,17 @@ struct Layout {
 // a product and a sum rounded separately (no contraction to a fused multiply-add)
 [[gnu::noinline]] double unfused_add(double acc, double product) { return acc + product; }
 
+// a vector lane's step: fused where the build has FMA instructions (Eigen's packets fuse too),
+// else a product and a sum, as Eigen's SSE2 packets compute it (std::fma would be a slow
+// library call there)
+inline double lane_madd(double a, double b, double acc) {
+#ifdef __FMA__
+  return std::fma(a, b, acc);
+#else
+  return acc + a * b;  // no FMA instructions: nothing to contract to
+#endif
+}
+
 // rows [0, rows) of a tile of NC columns one element at a time (the rows after the last full
 // panel, and every row without AVX2), each in the chain of a vector lane — except, when
 // `odd_last`, the tile's last row: Eigen's GEMV takes every row in (half) packets of fused
@@ -39,7 +50,7 @@ void scalar_tile(const double* A, Layout L, Index rows, bool odd_last, Index k, 
         double acc = 0;
         const Index j1 = std::min(k, j0 + L.chain);
         if (fused)
-          for (Index j = j0; j < j1; ++j) acc = std::fma(a[j * L.col_step], D[j + c * ldd], acc);
+          for (Index j = j0; j < j1; ++j) acc = lane_madd(a[j * L.col_step], D[j + c * ldd], acc);
         else
           for (Index j = j0; j < j1; ++j) acc = unfused_add(acc, a[j * L.col_step] * D[j + c * ldd]);
         Y[i + c * ldy] += acc;
