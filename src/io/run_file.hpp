@@ -76,16 +76,17 @@ class RunFile final : public RunLog {
   void interrupt(double wall_seconds, const std::string& message) override;
   void abort() override;
 
-  void flush();
-  // the file becomes path.partial and enters SWMR mode (the first flush that is due, or a
-  // checkpoint, does this itself)
-  void start_streaming();
   // resume: take the rows of `from` up to its checkpoint (and its delay summary and start
-  // time); call before start_streaming
+  // time); call before the first append
   void adopt(const PartialRun& from);
   const std::string& path() const { return path_; }
 
  private:
+  // the buffered series into the file (and, while streaming, to disk)
+  void flush();
+  // the file becomes path.partial and enters SWMR mode: at the first flush that is due, or a
+  // checkpoint
+  void start_streaming();
   void end_streaming();
   void chunk_full();
   struct Impl;
