@@ -97,9 +97,6 @@ inline void vector_tile(const double* A, Layout L, Index k, const double* D, Ind
   for (Index j0 = 0; j0 < k; j0 += L.chain) vector_chain<NC, MP>(A, L, j0, std::min(k, j0 + L.chain), D, ldd, Y, ldy);
 }
 
-#endif
-
-#ifdef STALE_BLOCK_PRODUCT_AVX2
 // G consecutive full panels (8·G rows) against every column of D: the panels' values (G · 4 KiB
 // at k = 64) stay in L1 while the column blocks pass over them, so A is streamed from memory
 // once whatever P
@@ -154,13 +151,18 @@ void product(const double* A, Layout L, Index rows, Index k, const double* D, In
   for (Index p = 0; p < P; ++p) scalar_tile<1>(At, L, rows - i, rows % 2 == 1, k, D + p * ldd, ldd, Y + i + p * ldy, ldy);
 }
 
-}  // namespace
+// the partial sums' length for a k-column A with column stride lda: Eigen 3.4's GEMV
+// heuristic (all k columns below 128, else groups of 16, or of 4 for a very long stride)
+Index gemv_chain(Index k, Index lda) {
+  const Index chain = k < 128 ? k : (lda * static_cast<Index>(sizeof(double)) < 32000 ? 16 : 4);
+  return std::max<Index>(1, chain);
+}
 
-Index gemv_chain(Index k, Index lda) { return k < 128 ? k : (lda * static_cast<Index>(sizeof(double)) < 32000 ? 16 : 4); }
+}  // namespace
 
 void add_block_product(const double* A, Index lda, Index rows, Index k, const double* D, Index ldd, double* Y,
                        Index ldy, Index P) {
-  product(A, Layout{kPanel, lda, std::max<Index>(1, gemv_chain(k, lda))}, rows, k, D, ldd, Y, ldy, P);
+  product(A, Layout{kPanel, lda, gemv_chain(k, lda)}, rows, k, D, ldd, Y, ldy, P);
 }
 
 std::vector<double> pack_panels(const double* A, Index lda, Index rows, Index k) {
@@ -175,7 +177,7 @@ std::vector<double> pack_panels(const double* A, Index lda, Index rows, Index k)
 
 void add_packed_block_product(const double* Ap, Index lda, Index rows, Index k, const double* D, Index ldd, double* Y,
                               Index ldy, Index P) {
-  product(Ap, Layout{kPanel * k, kPanel, std::max<Index>(1, gemv_chain(k, lda))}, rows, k, D, ldd, Y, ldy, P);
+  product(Ap, Layout{kPanel * k, kPanel, gemv_chain(k, lda)}, rows, k, D, ldd, Y, ldy, P);
 }
 
 ColumnBlockProducts::ColumnBlockProducts(const double* A, Index lda, Index rows, std::vector<Index> offsets,

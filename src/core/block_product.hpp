@@ -4,15 +4,16 @@
 //
 // Why not Eigen: a one-column GEMV re-reads A (a 512 × 64 block of H is 256 KiB, from L2 or L3)
 // for every run of an ensemble, and Eigen's GEMM packs A on every call, which cost as much as
-// the multiply at P ≈ 9. This kernel streams A once per four columns of D with an 8 × 4 tile of
-// Y in registers; A may be packed once (pack_panels: 8-row panels, each column's 8 values
+// the multiply at P ≈ 9. This kernel streams A once for all columns of D, with tiles of 8 rows
+// × 4–6 columns of Y in registers; A may be packed once (pack_panels: 8-row panels, each column's 8 values
 // contiguous) so that the stream is sequential — measured on a 512 × 64 block of a 512 × 512 H
 // (tests/bench/bench_block_product.cpp).
 //
 // Every element is summed in one fixed order whatever P, the packing, the column blocking or the
-// machine: the columns j are cut into consecutive groups of gemv_chain(k, lda); each group's
-// Σ A(i, j) D(j, p) is one chain of fused multiply-adds in ascending j, added to Y(i, p) when
-// the group ends. Column p of a P-column call therefore equals the one-column call on D(:, p)
+// machine: the columns j are cut into consecutive groups (all k below 128, else 16, or 4 for a
+// stride of 4000 or more); each group's Σ A(i, j) D(j, p) is one chain of multiply-adds in
+// ascending j — fused where the build has FMA instructions, and unfused for an odd matrix's
+// last row — added to Y(i, p) when the group ends. Column p of a P-column call therefore equals the one-column call on D(:, p)
 // bit for bit (an ensemble column ≡ its run alone), packed equals unpacked, and the vector and
 // scalar paths agree. The groups are those of Eigen 3.4's column-major GEMV, so a tracker that
 // moved from Eigen to this kernel gives the same bits as before (tests/core/test_block_product.cpp
@@ -24,9 +25,6 @@
 #include "src/core/types.hpp"
 
 namespace stale {
-
-// the partial-sum length for a k-column A with column stride lda (Eigen 3.4's GEMV heuristic)
-Index gemv_chain(Index k, Index lda);
 
 // A: rows × k, column stride lda; D: k × P, column stride ldd; Y: rows × P, column stride ldy
 void add_block_product(const double* A, Index lda, Index rows, Index k, const double* D, Index ldd, double* Y,
