@@ -18,6 +18,14 @@ namespace {
 // thread count, src/core/parallel.hpp).
 constexpr Index kRowChunk = 256;
 
+// the stages' first columns and d: the blocks of ColumnBlockProducts
+std::vector<Index> stage_offsets(const BlockPartition& B) {
+  std::vector<Index> offsets;
+  for (int s = 0; s < B.stages(); ++s) offsets.push_back(B.offset(s));
+  offsets.push_back(B.dim());
+  return offsets;
+}
+
 }  // namespace
 
 void gemv_parallel(const Mat& X, const Vec& w, Vec& out) {
@@ -48,6 +56,7 @@ LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int
     : data_(std::move(data)), l2_(l2) {
   blocks_ = BlockPartition(data_->d(), stages);
   const Mat& X = data_->X;
+  data_blocks_ = ColumnBlockProducts(X.data(), X.rows(), X.rows(), stage_offsets(blocks_), 0);
   if (static_cast<size_t>(X.size()) * sizeof(double) <= kMaxBatchCopyBytes) {
     by_batch_.reset(new double[static_cast<size_t>(X.size())]);  // uninitialised: pages are touched by the copies
     by_batch_once_.reset(new std::once_flag[static_cast<size_t>(num_batches())]);
@@ -269,9 +278,7 @@ template <class Loss>
 const ColumnBlockProducts& LinearModelCpu<Loss>::gram_blocks() const {
   std::call_once(gram_blocks_once_, [this] {
     const Mat& H = gram();
-    std::vector<Index> offsets;
-    for (int s = 0; s <= blocks_.stages(); ++s) offsets.push_back(s < blocks_.stages() ? blocks_.offset(s) : dim());
-    gram_blocks_ = ColumnBlockProducts(H.data(), H.rows(), H.rows(), std::move(offsets), size_t{32} << 20);
+    gram_blocks_ = ColumnBlockProducts(H.data(), H.rows(), H.rows(), stage_offsets(blocks_), size_t{32} << 20);
   });
   return gram_blocks_;
 }
@@ -379,8 +386,13 @@ class LinearTracker final : public IterateTracker {
         reset(w_);
         return;
       }
-      if (use_hessian_) f_.gram_blocks().add(s, pending_[s].data(), P.size(s), g_.data(), g_.size(), 1);
-      else a_.noalias() += f_.data().X.middleCols(P.offset(s), P.size(s)) * pending_[s], grad_fresh_ = false;
+      // the ensemble tracker's products, one column (src/core/block_product.hpp)
+      if (use_hessian_) {
+        f_.gram_blocks().add(s, pending_[s].data(), P.size(s), g_.data(), g_.size(), 1);
+      } else {
+        f_.data_blocks().add(s, pending_[s].data(), P.size(s), a_.data(), a_.size(), 1);
+        grad_fresh_ = false;
+      }
       pending_[s].setZero();
       has_pending_[s] = false;
     }

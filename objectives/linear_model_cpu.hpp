@@ -68,6 +68,8 @@ class LinearModelCpu final : public Objective {
   // the trackers' H[:, s] Δ_s for one column or an ensemble's P (src/core/block_product.hpp):
   // gram() with each stage's columns packed once (d ≤ 2048), bit for bit Eigen's GEMV
   const ColumnBlockProducts& gram_blocks() const;
+  // the same for X[:, s] Δ_s (the activation route), read in place
+  const ColumnBlockProducts& data_blocks() const { return data_blocks_; }
   // the key of this data, loss and λ in the on-disk cache (constants, Gram matrix): the data's
   // content hashed once per objective, not once per record
   uint64_t cache_key() const;
@@ -95,6 +97,7 @@ class LinearModelCpu final : public Objective {
   double l2_;
   mutable Mat gram_;
   mutable std::once_flag gram_once_;
+  ColumnBlockProducts data_blocks_;
   mutable ColumnBlockProducts gram_blocks_;
   mutable std::once_flag gram_blocks_once_;
   mutable uint64_t cache_key_ = 0;

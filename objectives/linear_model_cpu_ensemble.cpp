@@ -190,9 +190,8 @@ class LinearEnsembleTracker final : public EnsembleTracker {
           f_.gram_blocks().add(s, D, ldd, Y, ldy, P);
         });
       } else {
-        const Mat& X = f_.data().X;
         add_columns(A_, pending_[s], cols_, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
-          add_block_product(X.data() + B.offset(s) * X.rows(), X.rows(), X.rows(), B.size(s), D, ldd, Y, ldy, P);
+          f_.data_blocks().add(s, D, ldd, Y, ldy, P);
         });
         for (int p : cols_) grad_dirty_[p] = 1;
       }
