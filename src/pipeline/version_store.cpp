@@ -106,8 +106,11 @@ void VersionStore::commit(int block, ConstVecRef value) {
     if (r.newest - r.oldest + 1 == r.cap) {
       // full: double it (a power of two; never more versions than bound + 1)
       STALE_CHECK(r.cap < bound_ + 1, "ring overflow: more than bound versions inside the window");
-      Ring grown = r;
+      Ring grown;
+      grown.stride = r.stride;
       grown.cap = 2 * r.cap;
+      grown.oldest = r.oldest;
+      grown.newest = r.newest;
       grown.slots.assign(static_cast<size_t>(grown.cap * r.stride), 0.0);
       for (int64_t v = r.oldest; v <= r.newest; ++v) std::copy_n(r.slot(v), r.stride, grown.slot(v));
       r = std::move(grown);

@@ -1,9 +1,9 @@
 #pragma once
 // The one place staleness lives (docs/design.md "VersionStore"). w_k is the model after k block
 // updates; a read of block i at iterate j ∈ [k − bound, k] returns the value block i had in
-// w_j. Per block only the versions a read can still reach are kept: a ring that grows to at
-// most bound + 1 slots (at most `bound` versions can become current inside the window, plus
-// the one that was current at its start), never the whole history. A ring starts small and
+// w_j. Per block only the versions a read can still reach are kept: at most bound + 1 of them
+// (at most `bound` versions can become current inside the window, plus the one that was
+// current at its start) in a ring of a power of two slots, never the whole history. A ring starts small and
 // doubles when full: with S blocks updated in turn a block holds about bound / S live
 // versions, and sizing every ring for bound + 1 made a run at S = 128, δ = 16320 hold 67 MB
 // of slots whose random reads missed every cache.
