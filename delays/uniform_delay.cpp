@@ -24,9 +24,10 @@ class UniformDelay final : public DelayModel {
   void delays(int64_t k, std::vector<int64_t>& d) const override {
     const uint64_t prefix = hash_bits_prefix(seed_, Stream::Delays, static_cast<uint64_t>(k));
     const auto& parts = block_parts();
-    const size_t n = std::min(d.size(), parts.size());
-    for (size_t i = 0; i < n; ++i) d[i] = scale(bits_to_unit(hash_bits_finish(prefix, parts[i])), k);
-    for (size_t i = n; i < d.size(); ++i) d[i] = scale(bits_to_unit(hash_bits_finish(prefix, hash_bits_b_part(i))), k);
+    for (size_t i = 0; i < d.size(); ++i) {
+      const uint64_t part = i < parts.size() ? parts[i] : hash_bits_b_part(i);
+      d[i] = scale(bits_to_unit(hash_bits_finish(prefix, part)), k);
+    }
   }
   double steady_state_mean() const override { return 0.5 * static_cast<double>(d_); }
 
