@@ -17,6 +17,7 @@ int64_t pow2_at_least(int64_t n) {
 VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t bound)
     : blocks_(blocks), bound_(bound), w_(w0) {
   STALE_CHECK(bound >= 0, "delay bound must be >= 0");
+  STALE_CHECK(bound < (int64_t{1} << 31), "delay bound below 2^31 (iterates are compared modulo 2^32)");
   STALE_CHECK(w0.size() == blocks.dim(), "w0 has the partition's dimension");
   const int S = blocks.stages();
   rings_.resize(S);
@@ -24,11 +25,10 @@ VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t 
   for (int s = 0; s < S; ++s) {
     Ring& r = rings_[s];
     r.cap = cap;
-    r.stride = 1 + blocks.size(s);
-    r.slots.assign(static_cast<size_t>(cap * r.stride), 0.0);
-    double* v0 = r.slot(0);
-    v0[0] = Ring::when(0);
-    Eigen::Map<Vec>(v0 + 1, blocks.size(s)) = blocks.block(w0, s);
+    r.size = blocks.size(s);
+    r.when.assign(static_cast<size_t>(cap), 0);
+    r.values.assign(static_cast<size_t>(cap * r.size), 0.0);
+    Eigen::Map<Vec>(r.value(0), r.size) = blocks.block(w0, s);
   }
   while ((int64_t{1} << bucket_shift_) < S) ++bucket_shift_;
   // bucket b is read while j ≥ k − bound can fall in it: at most (bound >> shift) + 2 at once
@@ -41,13 +41,27 @@ void VersionStore::note_bucket() {
   for (size_t s = 0; s < rings_.size(); ++s) at_bucket_[s * static_cast<size_t>(buckets_) + static_cast<size_t>(b)] = rings_[s].newest;
 }
 
-const double* VersionStore::find_from(const Ring& r, int64_t from, int64_t j) const {
-  const double at = Ring::when(j);
+namespace {
+[[noreturn, gnu::cold, gnu::noinline]] void lost_version() {
+  throw InternalError("version store lost a reachable version (ring too small)");
+}
+}  // namespace
+
+inline const double* VersionStore::find_from(const Ring& r, int64_t from, int64_t j) const {
   int64_t v = std::max(r.oldest, from);
-  while (v < r.newest && r.slot(v + 1)[0] <= at) ++v;
-  const double* slot = r.slot(v);
-  if (slot[0] > at) throw InternalError("version store lost a reachable version (ring too small)");
-  return slot + 1;
+  // Steps past the versions that became current by j, four at a time without a branch per
+  // version: their number is random (about one a bucket), and a loop's exit mispredicted on
+  // most reads. The live versions' iterates increase, so the ones current by j are a prefix
+  // and their count is the step.
+  for (;;) {
+    const int64_t live = r.newest - v;
+    const int64_t step = (live >= 1 && r.current_by(v + 1, j)) + (live >= 2 && r.current_by(v + 2, j)) +
+                         (live >= 3 && r.current_by(v + 3, j)) + (live >= 4 && r.current_by(v + 4, j));
+    v += step;
+    if (step < 4) break;
+  }
+  if (!r.current_by(v, j)) lost_version();
+  return r.value(v);
 }
 
 const double* VersionStore::version_at(int block, int64_t j) const {
@@ -64,9 +78,9 @@ void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {
   const int64_t reach = std::min(bound_, k_);
   for (int s = 0; s < S; ++s) STALE_CHECK(delays[s] >= 0 && delays[s] <= reach, "read outside the window [k − bound, k]");
   z.resize(w_.size());
-  // Three passes, each prefetching what the next one reads, so that the blocks' cache misses
-  // (bucket entries, then versions: ~1.5 MB of store at S = 128, δ = 16,320) overlap instead
-  // of each read waiting for its own.
+  // Passes that each prefetch what the next one reads, so that the blocks' cache misses
+  // overlap instead of each read waiting for its own: bucket entries, then the iterates the
+  // search walks, then (once every version is found) the values.
   thread_local std::vector<const int64_t*> entry;
   thread_local std::vector<const double*> from;
   entry.resize(static_cast<size_t>(S));
@@ -79,13 +93,14 @@ void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {
   for (int s = 0; s < S; ++s) {
     if (delays[s] == 0) continue;
     const Ring& r = rings_[s];
-    const double* first = r.slot(std::max(r.oldest, *entry[static_cast<size_t>(s)]));
-    __builtin_prefetch(first);
-    __builtin_prefetch(first + r.stride);  // the next version's iterate, which the search checks
+    __builtin_prefetch(r.when.data() + r.at(std::max(r.oldest, *entry[static_cast<size_t>(s)])));
   }
-  for (int s = 0; s < S; ++s)
-    from[static_cast<size_t>(s)] = delays[s] == 0 ? w_.data() + blocks_.offset(s)
-                                                  : find_from(rings_[s], *entry[static_cast<size_t>(s)], k_ - delays[s]);
+  for (int s = 0; s < S; ++s) {
+    const double* v = delays[s] == 0 ? w_.data() + blocks_.offset(s)
+                                     : find_from(rings_[s], *entry[static_cast<size_t>(s)], k_ - delays[s]);
+    __builtin_prefetch(v);
+    from[static_cast<size_t>(s)] = v;
+  }
   for (int s = 0; s < S; ++s) {
     const Index off = blocks_.offset(s), ds = blocks_.size(s);
     z.segment(off, ds) = Eigen::Map<const Vec>(from[static_cast<size_t>(s)], ds);  // inlined: a memmove call per block cost more than its copy
@@ -96,30 +111,32 @@ void VersionStore::commit(int block, ConstVecRef value) {
   ++k_;
   blocks_.block(w_, block) = value;
   Ring& r = rings_[block];
-  const Index ds = value.size();
   if (bound_ == 0) {  // fresh reads only: the one slot holds the current value
     r.oldest = ++r.newest;
   } else {
     // drop versions no read can reach any more: the oldest is dead once the next one was
     // already current at the window's start k − bound
-    while (r.oldest < r.newest && r.slot(r.oldest + 1)[0] <= Ring::when(k_ - bound_)) ++r.oldest;
+    while (r.oldest < r.newest && r.current_by(r.oldest + 1, k_ - bound_)) ++r.oldest;
     if (r.newest - r.oldest + 1 == r.cap) {
       // full: double it (a power of two; never more versions than bound + 1)
       STALE_CHECK(r.cap < bound_ + 1, "ring overflow: more than bound versions inside the window");
       Ring grown;
-      grown.stride = r.stride;
+      grown.size = r.size;
       grown.cap = 2 * r.cap;
       grown.oldest = r.oldest;
       grown.newest = r.newest;
-      grown.slots.assign(static_cast<size_t>(grown.cap * r.stride), 0.0);
-      for (int64_t v = r.oldest; v <= r.newest; ++v) std::copy_n(r.slot(v), r.stride, grown.slot(v));
+      grown.when.assign(static_cast<size_t>(grown.cap), 0);
+      grown.values.assign(static_cast<size_t>(grown.cap * r.size), 0.0);
+      for (int64_t v = r.oldest; v <= r.newest; ++v) {
+        grown.when[static_cast<size_t>(grown.at(v))] = r.when[static_cast<size_t>(r.at(v))];
+        std::copy_n(r.value(v), r.size, grown.value(v));
+      }
       r = std::move(grown);
     }
     ++r.newest;
   }
-  double* slot = r.slot(r.newest);
-  slot[0] = Ring::when(k_);
-  Eigen::Map<Vec>(slot + 1, ds) = value;
+  r.when[static_cast<size_t>(r.at(r.newest))] = static_cast<uint32_t>(k_);
+  Eigen::Map<Vec>(r.value(r.newest), value.size()) = value;
   if ((k_ & ((int64_t{1} << bucket_shift_) - 1)) == 0) note_bucket();
 }
 

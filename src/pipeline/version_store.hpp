@@ -14,7 +14,14 @@
 // the few (about B/S when blocks are drawn uniformly) that became current inside it. A binary
 // search over the ring (7 dependent loads at ~128 versions a block) was 38 % of an RPD run at
 // S = 128, δ = 16,320.
+//
+// The iterates at which versions became current sit in their own array per block, apart from
+// the values: the search then walks 4-byte entries (all blocks' together ~64 KB at S = 128,
+// δ = 16,320, which stay in L2) and only the copy touches the values (~1.3 MB there, L3), one
+// miss per block that a gather overlaps with the others'. Iterates are stored as 32-bit
+// numbers and compared modulo 2^32, exact while the window is below 2^31 (the bound is).
 #include <cstdint>
+#include <cstddef>
 #include <vector>
 
 #include "src/core/partition.hpp"
@@ -40,17 +47,21 @@ class VersionStore {
   int versions_held(int block) const { return static_cast<int>(rings_[block].newest - rings_[block].oldest + 1); }
 
  private:
-  // Slot v & (cap − 1) holds version v: the iterate at which it became current, then its d_s
-  // values — side by side, so that a read's check and its copy share cache lines.
+  // Version v lives at slot v & (cap − 1): the iterate at which it became current in `when`,
+  // its d_s values in `values`.
   struct Ring {
-    std::vector<double> slots;  // cap × (1 + d_s)
-    Index stride = 0;           // 1 + d_s
-    int64_t cap = 0;            // a power of two, grown by doubling
+    std::vector<uint32_t> when;   // cap
+    std::vector<double> values;   // cap × d_s
+    Index size = 0;               // d_s
+    int64_t cap = 0;              // a power of two, grown by doubling
     int64_t oldest = 0, newest = 0;  // the live versions' numbers
-    double* slot(int64_t v) { return slots.data() + (v & (cap - 1)) * stride; }
-    const double* slot(int64_t v) const { return slots.data() + (v & (cap - 1)) * stride; }
-    // an iterate as stored (exact: iterates stay far below 2^53)
-    static double when(int64_t k) { return static_cast<double>(k); }
+    int64_t at(int64_t v) const { return v & (cap - 1); }
+    double* value(int64_t v) { return values.data() + at(v) * size; }
+    const double* value(int64_t v) const { return values.data() + at(v) * size; }
+    // version v was current at iterate j or before (both inside a window below 2^31)
+    bool current_by(int64_t v, int64_t j) const {
+      return static_cast<int32_t>(when[static_cast<size_t>(at(v))] - static_cast<uint32_t>(j)) <= 0;
+    }
   };
   // block i's version current at iterate j, starting from `from` (a version at most that one)
   const double* find_from(const Ring& r, int64_t from, int64_t j) const;

@@ -96,6 +96,34 @@ TEST_CASE("VersionStoreHoldsAtMostBoundPlusOneVersionsAndReadsHistory") {
   }
 }
 
+TEST_CASE("VersionStoreGatherEqualsBlockReadsWhenOneBlockIsUpdatedMostly") {
+  // one block updated nine times in ten: dozens of its versions fall in one bucket of the
+  // store's index, so a read steps past more than the four a search step looks at
+  const BlockPartition P(40, 16);
+  for (int64_t bound : {1, 5, 37, 200}) {
+    CAPTURE(bound);
+    VersionStore store(P, Vec::Zero(40), bound);
+    std::vector<Vec> history = {store.current()};
+    Rng rng(7 + bound, Stream::Eval);
+    std::vector<int64_t> delays(16);
+    Vec z;
+    for (int k = 0; k < 900; ++k) {
+      const int s = rng.uniform() < 0.9 ? 3 : static_cast<int>(rng.uniform_int(16));
+      Vec v(P.size(s));
+      for (Index i = 0; i < v.size(); ++i) v(i) = rng.normal();
+      store.commit(s, v);
+      history.push_back(store.current());
+      const int64_t kk = store.updates(), reach = std::min<int64_t>(bound, kk);
+      for (auto& d : delays) d = static_cast<int64_t>(rng.uniform_int(static_cast<uint64_t>(reach + 1)));
+      store.gather(delays, z);
+      for (int b = 0; b < 16; ++b) {
+        REQUIRE(P.block(z, b) == P.block(history[kk - delays[b]], b));
+        REQUIRE(store.read(b, kk - delays[b]) == P.block(history[kk - delays[b]], b));
+      }
+    }
+  }
+}
+
 TEST_CASE("RpdMeanSquaredGradientIsBelowTheBound") {
   // γ ≤ 1/L so the bound's assumptions hold; G is the running maximum of block gradients
   for (int delta : {0, 5, 40}) {
