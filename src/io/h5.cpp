@@ -335,6 +335,25 @@ Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hs
                  "create dataset " + name);
 }
 
+Handle write_rows(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, const void* data, hsize_t rows,
+                  hsize_t chunk_rows, hid_t file_type, bool compress) {
+  const Lock lock;
+  const hid_t stored = file_type >= 0 ? file_type : mem_type;
+  std::vector<hsize_t> dims = {rows}, chunk = {std::max<hsize_t>(1, std::min(rows, chunk_rows))};
+  if (cols > 0) dims.push_back(cols), chunk.push_back(cols);
+  Handle space = simple_space(dims);
+  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
+  const hsize_t bytes = rows * std::max<hsize_t>(cols, 1) * H5Tget_size(stored);
+  if (compress && bytes > (hsize_t{1} << 16)) {
+    ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
+    set_compression(plist.id(), stored);
+  }
+  Handle dset(H5Dcreate2(parent, name.c_str(), stored, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
+              "create dataset " + name);
+  if (rows > 0) ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+  return dset;
+}
+
 Appendable Appendable::open(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols) {
   const Lock lock;
   Appendable a;

@@ -89,6 +89,15 @@ void overwrite_ints(hid_t dset, const std::vector<int64_t>& v);
 void read_rows(hid_t dset, hid_t mem_type, hsize_t start, hsize_t count, hsize_t cols, void* out);
 hsize_t dataset_rows(hid_t dset);
 
+// A dataset written once with exactly `rows` rows of `cols` values (cols = 0: 1-D) from
+// mem_type data, stored as file_type (< 0: as mem_type). Contiguous, with neither a chunk
+// index nor a filter, up to 64 KiB or without `compress`: a run file's ~25 series written this
+// way cost a quarter of what growable datasets with 1024-row chunks cost
+// (results/PERFORMANCE.md). Larger ones with `compress` are chunked (at most chunk_rows rows a
+// chunk) and filtered as an Appendable's.
+Handle write_rows(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, const void* data, hsize_t rows,
+                  hsize_t chunk_rows, hid_t file_type = -1, bool compress = true);
+
 // A dataset that grows along its first axis (metrics series, iterate snapshots):
 // chunked, deflate-compressed, rows appended in blocks.
 class Appendable {

@@ -55,6 +55,77 @@ struct RunFile::Impl {
            delay_buf.size() * sizeof(int64_t);
   }
   bool done = false;
+  // The series (metrics, iterates, delays) and the checkpoint slots are created when the run
+  // first streams (growable, chunked) or, for a run that ends before it streams, at its end
+  // with exactly the rows it has (write_once): a short run's file then holds no chunk index,
+  // no filter and no checkpoint it would delete again.
+  bool growable = false;
+  bool delay_rows = false;  // /delays holds a row
+  void create_growable() {
+    if (growable) return;
+    auto m = h5::open_group(file.id(), "metrics");
+    for (const auto& c : metric_columns()) {
+      series.emplace_back(m.id(), c.name, h5_type(c.type()), 0, kChunk);
+      describe(series.back().id(), c);
+    }
+    iterates = h5::Appendable(file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim), iterate_chunk(),
+                              -1, false);  // full-precision iterates: deflate saves ~23 % at most of a small run's time
+    iterates_k = h5::Appendable(file.id(), "iterates_k", H5T_NATIVE_INT64, 0, 256);
+    if (keep_table)
+      // int32 on disk: a delay is below 2^31 by the version store's own limit
+      delay_table = h5::Appendable(file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(stages),
+                                   delay_chunk(), H5T_STD_I32LE);
+    create_checkpoint();
+    growable = true;
+  }
+  void create_checkpoint() {
+    auto ck = h5::create_group(file.id(), "checkpoint");
+    slot[0] = h5::create_bytes(ck.id(), "state_0", 1 << 16);
+    slot[1] = h5::create_bytes(ck.id(), "state_1", 1 << 16);
+    h5::write_vector(ck.id(), "index", std::vector<int64_t>{0, 0, 0, 0});
+    index = h5::open_dataset(ck.id(), "index");
+  }
+  // the buffered rows as datasets of exactly their length (the run never streamed)
+  void write_once() {
+    const size_t n = rows.size();
+    auto m = h5::open_group(file.id(), "metrics");
+    std::vector<double> col(n);
+    std::vector<int64_t> icol(n);
+    for (const auto& c : metric_columns()) {
+      h5::Handle d = std::visit(
+          [&](auto member) {
+            if constexpr (std::is_same_v<decltype(member), int64_t MetricsRow::*>) {
+              for (size_t r = 0; r < n; ++r) icol[r] = rows[r].*member;
+              return h5::write_rows(m.id(), c.name, H5T_NATIVE_INT64, 0, icol.data(), n, kChunk);
+            } else {
+              for (size_t r = 0; r < n; ++r) col[r] = rows[r].*member;
+              return h5::write_rows(m.id(), c.name, H5T_NATIVE_DOUBLE, 0, col.data(), n, kChunk);
+            }
+          },
+          c.member);
+      describe(d.id(), c);
+    }
+    rows.clear();
+    h5::write_rows(file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim), it_buf.data(), itk_buf.size(),
+                   iterate_chunk(), -1, false);
+    h5::write_rows(file.id(), "iterates_k", H5T_NATIVE_INT64, 0, itk_buf.data(), itk_buf.size(), 256);
+    it_buf.clear();
+    itk_buf.clear();
+    if (!delay_buf.empty()) {
+      h5::write_rows(file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(stages), delay_buf.data(),
+                     delay_buf.size() / static_cast<size_t>(stages), delay_chunk(), H5T_STD_I32LE);
+      delay_rows = true;
+      delay_buf.clear();
+    }
+  }
+  static void describe(hid_t dset, const MetricColumn& c) {
+    h5::write_attr(dset, "unit", std::string(c.unit));
+    h5::write_attr(dset, "description", std::string(c.description));
+  }
+  hsize_t iterate_chunk() const {
+    return std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1));
+  }
+  hsize_t delay_chunk() const { return std::max<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(stages)); }
   // every dataset, then the file: HDF5 flushes and releases them in that order
   void close() {
     series.clear();
@@ -107,30 +178,9 @@ RunFile::RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep
   I.dim = dim;
   I.stages = stages;
   I.keep_table = keep_delay_table;
-  // the datasets are created and kept open (opening them again cost as much as creating them)
-  {
-    auto metrics = h5::create_group(I.file.id(), "metrics");
-    for (const auto& c : metric_columns()) {
-      I.series.emplace_back(metrics.id(), c.name, h5_type(c.type()), 0, kChunk);
-      h5::write_attr(I.series.back().id(), "unit", std::string(c.unit));
-      h5::write_attr(I.series.back().id(), "description", std::string(c.description));
-    }
-  }
-  I.iterates = h5::Appendable(I.file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim),
-                              std::max<hsize_t>(1, std::min<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(dim) + 1)),
-                              -1, false);  // full-precision iterates: deflate saves ~23 % at most of a small run's time
-  I.iterates_k = h5::Appendable(I.file.id(), "iterates_k", H5T_NATIVE_INT64, 0, 256);
-  if (I.keep_table)
-    // int32 on disk: a delay is below 2^31 by the version store's own limit
-    I.delay_table = h5::Appendable(I.file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(I.stages),
-                                   std::max<hsize_t>(64, (1 << 16) / static_cast<hsize_t>(I.stages)), H5T_STD_I32LE);
-  {
-    auto ck = h5::create_group(I.file.id(), "checkpoint");
-    I.slot[0] = h5::create_bytes(ck.id(), "state_0", 1 << 16);
-    I.slot[1] = h5::create_bytes(ck.id(), "state_1", 1 << 16);
-    h5::write_vector(ck.id(), "index", std::vector<int64_t>{0, 0, 0, 0});
-    I.index = h5::open_dataset(ck.id(), "index");
-  }
+  // the growable datasets are created and kept open once the run streams (opening them again
+  // cost as much as creating them)
+  h5::create_group(I.file.id(), "metrics");
   I.delay_summary = DelaySummary(stages);
   h5::write_attr(I.file.id(), "started", now_iso());
   h5::write_attr(I.file.id(), "status", std::string("running"));
@@ -144,6 +194,7 @@ RunFile::RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep
 void RunFile::start_streaming() {
   auto& I = *impl_;
   if (I.phase != Impl::Phase::Header) return;
+  I.create_growable();
   I.close();
   std::error_code ec;
   std::filesystem::rename(I.fresh, I.partial, ec);
@@ -248,7 +299,8 @@ void RunFile::end_streaming() {
   if (I.phase == Impl::Phase::Closing) return;
   if (I.phase == Impl::Phase::Header) {
     // it never streamed: the buffered rows go into the header's file, which is the closing copy
-    flush();
+    if (I.growable) flush();  // a resumed run's adopted rows are in growable datasets
+    else I.write_once();
     std::error_code ec;
     std::filesystem::rename(I.fresh, I.closing, ec);
     if (ec) throw UserError(I.closing + ": cannot rename the run file to finish it (" + ec.message() + ")");
@@ -335,6 +387,7 @@ void RunFile::flush() {
   }
   if (!I.delay_buf.empty()) {
     I.delay_table.append(I.delay_buf.data(), I.delay_buf.size() / static_cast<size_t>(I.stages));
+    I.delay_rows = true;
     I.delay_buf.clear();
   }
   if (I.phase == Impl::Phase::Streaming) h5::flush_file(I.file.id());  // else closing the file writes it
@@ -366,6 +419,7 @@ void RunFile::adopt(const PartialRun& from) {
   STALE_CHECK(I.phase == Impl::Phase::Header, "adopt before the run file streams");
   h5::write_attr(I.file.id(), "started", from.started);
   if (!from.has_checkpoint) return;
+  I.create_growable();
   const StateBag& st = from.state;
   auto old = h5::open_file_readonly(from.path);
   // copy rows [0, n) of a series in blocks
@@ -402,7 +456,9 @@ void RunFile::adopt(const PartialRun& from) {
 
 void RunFile::interrupt(double wall_seconds, const std::string& message) {
   auto& I = *impl_;
+  const bool streamed = I.growable;
   end_streaming();
+  if (!streamed) I.create_checkpoint();  // an empty index: `--resume` starts afresh
   const hid_t f = I.file.id();
   h5::write_attr(f, "status", std::string("interrupted"));
   h5::write_attr(f, "message", message);
@@ -422,10 +478,12 @@ void RunFile::finish(const std::string& status, double wall_seconds, const std::
   I.slot[0] = h5::Handle();
   I.slot[1] = h5::Handle();
   I.index = h5::Handle();
-  h5::unlink(f, "checkpoint");
-  if (I.keep_table && I.delay_table.rows() == 0) {  // a fresh-read method: no delay table
-    I.delay_table = h5::Appendable();
-    h5::unlink(f, "delays");
+  if (I.growable) {
+    h5::unlink(f, "checkpoint");
+    if (I.keep_table && !I.delay_rows) {  // a fresh-read method: no delay table
+      I.delay_table = h5::Appendable();
+      h5::unlink(f, "delays");
+    }
   }
   if (I.delay_summary.updates > 0) {
     auto g = h5::create_group(f, "delay_summary");

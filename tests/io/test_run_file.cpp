@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "src/io/h5.hpp"
@@ -114,3 +115,43 @@ progress = false
 }
 
 TEST_SUITE_END();
+
+namespace {
+H5D_layout_t layout_of(hid_t file, const std::string& name) {
+  auto d = h5::open_dataset(file, name);
+  const hid_t dcpl = H5Dget_create_plist(d.id());
+  const H5D_layout_t l = H5Pget_layout(dcpl);
+  H5Pclose(dcpl);
+  return l;
+}
+}  // namespace
+
+TEST_CASE("AShortRunWritesItsSeriesOnceWithExactlyTheirRowsAndAStreamedRunTheSameNumbers") {
+  // a run that ends before its first flush is due writes contiguous datasets of exactly its
+  // rows and no checkpoint; the same run streamed (a flush at every update) writes growable,
+  // chunked ones: the datasets, their shapes and values are the same
+  const auto dir = test::temp_dir("runfile_once");
+  Config cfg = test::small_config("[delay]\nname = \"uniform\"\nmax = 9\n");
+  cfg.apply_override("log.every=7");
+  cfg.apply_override("log.iterates_every=7");
+  const std::string once = (dir / "once.h5").string(), streamed = (dir / "streamed.h5").string();
+  REQUIRE(run_experiment(cfg, once, false).status == "ok");
+  cfg.apply_override("log.flush_seconds=0");
+  REQUIRE(run_experiment(cfg, streamed, false).status == "ok");
+  auto a = h5::open_file_readonly(once), b = h5::open_file_readonly(streamed);
+  CHECK_FALSE(h5::exists(a.id(), "checkpoint"));
+  CHECK_FALSE(h5::exists(b.id(), "checkpoint"));
+  for (const std::string name : {"metrics/k", "metrics/loss", "metrics/subopt", "metrics/bound", "metrics/stage",
+                                 "iterates", "iterates_k", "delays"}) {
+    CAPTURE(name);
+    CHECK(layout_of(a.id(), name) == H5D_CONTIGUOUS);
+    CHECK(layout_of(b.id(), name) == H5D_CHUNKED);
+    std::vector<hsize_t> da, db;
+    const auto va = h5::read_array_double(a.id(), name, da), vb = h5::read_array_double(b.id(), name, db);
+    CHECK(da == db);
+    REQUIRE(va.size() == vb.size());
+    CHECK(std::memcmp(va.data(), vb.data(), sizeof(double) * va.size()) == 0);  // NaN where the bound is undefined
+  }
+  auto unit = h5::open_dataset(a.id(), "metrics/loss");
+  CHECK_FALSE(h5::read_attr_string(unit.id(), "description").empty());
+}
