@@ -134,14 +134,20 @@ double LinearModelCpu<Loss>::batch_value_grad(const Vec& z, int m, Vec& grad) co
 
 template <class Loss>
 void LinearModelCpu<Loss>::batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const {
+  block_grad_from_activation(staged_activation(m, z), z.data(), m, s, g_s);
+}
+
+// X_m[:, s]ᵀ ℓ'(r) / b + λ z_s from the activation r = X_m z (consumed), for a run and for each
+// column of an ensemble alike
+template <class Loss>
+void LinearModelCpu<Loss>::block_grad_from_activation(Vec r, const double* z, int m, int s, VecRef g_s) const {
   const auto Xm = batch_X(m);
   const auto ym = data_->y.segment(data_->batch_offsets[m], Xm.rows());
-  Vec r = staged_activation(m, z);
   const double inv_b = 1.0 / static_cast<double>(Xm.rows());
   for (Index i = 0; i < r.size(); ++i) r(i) = Loss::deriv(r(i), ym(i)) * inv_b;
   const Index off = blocks_.offset(s), ds = blocks_.size(s);
   g_s.noalias() = Xm.middleCols(off, ds).transpose() * r;
-  if (l2_ != 0) g_s += l2_ * z.segment(off, ds);
+  if (l2_ != 0) g_s += l2_ * Eigen::Map<const Vec>(z + off, ds);
 }
 
 template <class Loss>

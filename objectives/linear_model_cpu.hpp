@@ -84,6 +84,7 @@ class LinearModelCpu final : public Objective {
     return BatchView(data_->X.data() + off, rows, dim(), Eigen::OuterStride<>(data_->X.rows()));
   }
   Vec staged_activation(int m, const Vec& z) const;
+  void block_grad_from_activation(Vec r, const double* z, int m, int s, VecRef g_s) const;
   std::shared_ptr<const LinearData> data_;
   // X once more, batch after batch, each batch's rows × d block column-major and contiguous: a
   // mini-batch product reads one stream instead of b values from each of d columns n apart

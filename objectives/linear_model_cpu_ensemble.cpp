@@ -8,9 +8,10 @@
 //
 // The metrics products (d × d_s against P columns, the largest by far) are one pass of
 // src/core/block_product.hpp's kernel over H or X for all columns, which sums every column
-// exactly as the single tracker does. The mini-batch products (b × d_s, b ≈ 10) run column by
-// column through the single-point code, their X_m block hot in L1 after the first column: so
-// a least-squares column is its separate run bit for bit (tests/run/test_ensemble.cpp). On the
+// exactly as the single tracker does. The mini-batch products (b × d_s, b ≈ 10) sum each
+// column exactly as the single-point code does (the activations of all columns in one pass,
+// then each column's block gradient through the single-point code): so a least-squares column
+// is its separate run bit for bit (tests/run/test_ensemble.cpp). On the
 // activation route (logistic) the gradient Xᵀ ℓ'(X W) is one GEMM, which sums in another order
 // than the single run's GEMV: there a column agrees with its run to rounding.
 #include <algorithm>
@@ -25,11 +26,12 @@ template <class Loss>
 void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
   STALE_CHECK(Z.rows() == dim(), "Z is d × P");
   G.resize(blocks_.size(s), Z.cols());
-  Vec z;
-  for (Index p = 0; p < Z.cols(); ++p) {
-    z = Z.col(p);
-    batch_block_grad(z, m, s, G.col(p));
-  }
+  // every column's activation in one pass (each summed as staged_activation sums it), then
+  // each column's block gradient by the single-point code
+  const auto Xm = batch_X(m);
+  Mat A = Mat::Zero(Xm.rows(), Z.cols());
+  add_products_in_column_order(Xm, Z.data(), Z.rows(), A.data(), A.rows(), Z.cols());
+  for (Index p = 0; p < Z.cols(); ++p) block_grad_from_activation(A.col(p), Z.col(p).data(), m, s, G.col(p));
 }
 
 template <class Loss>

@@ -176,6 +176,7 @@ class Rpd final : public Method {
     const bool follow = !order_.stages.empty();
     STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
     std::vector<int64_t> d(S);
+    std::vector<const double*> then_at;
     std::vector<int> active;
     for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
     Mat Z, G;
@@ -191,6 +192,7 @@ class Rpd final : public Method {
       delays_->delays(k, d);
       Z.resize(f.dim(), n);
       std::vector<double> stale_sq(active.size(), 0.0);
+      store.locate(d, then_at);
       // the mixed point of every column (VersionStore::gather, Pc columns at a time)
       for (int i = 0; i < S; ++i) {
         const Index off = P.offset(i), di = P.size(i);
@@ -199,7 +201,7 @@ class Rpd final : public Method {
           for (Index a = 0; a < n; ++a) Z.col(a).segment(off, di) = column_of(now, i, active[a]);
           continue;
         }
-        const auto then = store.read(i, k - d[i]);
+        const Eigen::Map<const Vec> then(then_at[static_cast<size_t>(i)], wide.size(i));
         for (Index a = 0; a < n; ++a) {
           auto zi = Z.col(a).segment(off, di);
           zi = column_of(then, i, active[a]);

@@ -73,18 +73,16 @@ Eigen::Map<const Vec> VersionStore::read(int block, int64_t j) const {
   return Eigen::Map<const Vec>(version_at(block, j), blocks_.size(block));
 }
 
-void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {
+void VersionStore::locate(const std::vector<int64_t>& delays, std::vector<const double*>& at) const {
   const int S = blocks_.stages();
   const int64_t reach = std::min(bound_, k_);
   for (int s = 0; s < S; ++s) STALE_CHECK(delays[s] >= 0 && delays[s] <= reach, "read outside the window [k − bound, k]");
-  z.resize(w_.size());
   // Passes that each prefetch what the next one reads, so that the blocks' cache misses
   // overlap instead of each read waiting for its own: bucket entries, then the iterates the
   // search walks, then (once every version is found) the values.
   thread_local std::vector<const int64_t*> entry;
-  thread_local std::vector<const double*> from;
   entry.resize(static_cast<size_t>(S));
-  from.resize(static_cast<size_t>(S));
+  at.resize(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
     if (delays[s] == 0) continue;
     entry[static_cast<size_t>(s)] = bucket_entry(s, k_ - delays[s]);
@@ -98,10 +96,19 @@ void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {
   for (int s = 0; s < S; ++s) {
     const double* v = delays[s] == 0 ? w_.data() + blocks_.offset(s)
                                      : find_from(rings_[s], *entry[static_cast<size_t>(s)], k_ - delays[s]);
-    __builtin_prefetch(v);
-    from[static_cast<size_t>(s)] = v;
+    // the first lines of the block (an ensemble's block holds every column's values; past
+    // 512 bytes the hardware's own prefetcher follows the copy)
+    const Index bytes = std::min<Index>(blocks_.size(s), 64) * static_cast<Index>(sizeof(double));
+    for (Index line = 0; line < bytes; line += 64) __builtin_prefetch(reinterpret_cast<const char*>(v) + line);
+    at[static_cast<size_t>(s)] = v;
   }
-  for (int s = 0; s < S; ++s) {
+}
+
+void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {
+  thread_local std::vector<const double*> from;
+  locate(delays, from);
+  z.resize(w_.size());
+  for (int s = 0; s < blocks_.stages(); ++s) {
     const Index off = blocks_.offset(s), ds = blocks_.size(s);
     z.segment(off, ds) = Eigen::Map<const Vec>(from[static_cast<size_t>(s)], ds);  // inlined: a memmove call per block cost more than its copy
   }

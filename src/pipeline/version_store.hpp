@@ -40,6 +40,9 @@ class VersionStore {
 
   // block i as it was in w_j (k − bound ≤ j ≤ k)
   Eigen::Map<const Vec> read(int block, int64_t j) const;
+  // at[i] = the first value of block i as it was in w_{k − delays[i]}, for every block at once
+  // (the blocks' cache misses overlap), valid until the next commit
+  void locate(const std::vector<int64_t>& delays, std::vector<const double*>& at) const;
   // z with z^(i) = block i of w_{k − delays[i]}: the mixed point of docs/theory.md §1
   void gather(const std::vector<int64_t>& delays, Vec& z) const;
   // w_{k+1} = w_k with block i replaced; k ← k + 1
