@@ -43,7 +43,7 @@ void LinearModelCpu<Loss>::stage_forward_cols(int s, int m, const Mat& in, const
   caches.resize(P);  // a linear stage keeps nothing for its backward pass
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   out = in;
-  for (Index p = 0; p < P; ++p) add_product_in_column_order(Xs, W_s.col(p).data(), out.col(p).data());
+  add_products_in_column_order(Xs, W_s.data(), W_s.rows(), out.data(), out.rows(), P);  // each column as stage_forward
 }
 
 template <class Loss>
