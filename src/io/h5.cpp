@@ -1,5 +1,6 @@
 #include "src/io/h5.hpp"
 
+#include <algorithm>
 #include <mutex>
 
 namespace stale::h5 {
@@ -163,6 +164,39 @@ Handle open_file_readonly(const std::string& path) {
   if (id < 0) throw UserError(path + ": cannot open as HDF5 (missing file or not an HDF5 file)");
   return Handle(id, H5Fclose, "open " + path);
 }
+void copy_compact(const std::string& from, const std::string& to, const std::vector<std::string>& skip) {
+  const Lock lock;
+  Handle src = open_file_readonly(from);
+  Handle dst = create_file_swmr_capable(to);
+  std::vector<std::string> names;
+  auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  ok(H5Literate(src.id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, collect, &names), "list " + from);
+  for (const auto& n : names)
+    if (std::find(skip.begin(), skip.end(), n) == skip.end())
+      ok(H5Ocopy(src.id(), n.c_str(), dst.id(), n.c_str(), H5P_DEFAULT, H5P_DEFAULT), "copy " + n + " of " + from);
+  // the root's attributes, value for value in their stored types (all fixed-size here)
+  std::vector<std::string> attrs;
+  auto collect_attr = [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+    return 0;
+  };
+  ok(H5Aiterate2(src.id(), H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, collect_attr, &attrs), "attributes of " + from);
+  for (const auto& name : attrs) {
+    Handle a(H5Aopen(src.id(), name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name + " of " + from);
+    Handle type(H5Aget_type(a.id()), H5Tclose, "type of attribute " + name);
+    Handle space(H5Aget_space(a.id()), H5Sclose, "space of attribute " + name);
+    if (H5Tis_variable_str(type.id()) > 0) throw InternalError("copy_compact: variable-length attribute " + name);
+    std::vector<unsigned char> value(H5Aget_storage_size(a.id()));
+    if (!value.empty()) ok(H5Aread(a.id(), type.id(), value.data()), "read attribute " + name);
+    Handle b(H5Acreate2(dst.id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+             "create attribute " + name);
+    if (!value.empty()) ok(H5Awrite(b.id(), type.id(), value.data()), "write attribute " + name);
+  }
+}
+
 bool unlink(hid_t parent, const std::string& name) {
   const Lock lock;
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) return false;

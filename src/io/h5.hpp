@@ -43,6 +43,12 @@ Handle create_file_swmr_capable(const std::string& path);
 // writer leaves one; no object or attribute may be created); without, in ordinary mode
 Handle open_file_rdwr(const std::string& path, bool swmr);
 void flush_file(hid_t file);
+// A copy of a closed file `from` at `to` (replaced) holding only what its objects hold: every
+// object under the root (H5Ocopy: chunks are copied as stored, without refiltering) and the
+// root's attributes. A file written in SWMR mode keeps the space of every chunk it rewrote at a
+// flush (a streamed run flushing every update: 331 MB for 0.9 MB of data); its copy does not.
+// Objects named in `skip` (under the root) are left out.
+void copy_compact(const std::string& from, const std::string& to, const std::vector<std::string>& skip = {});
 // read-only; a file a writer holds (or held when it was killed) in SWMR mode opens with SWMR read
 Handle open_file_readonly(const std::string& path);
 Handle open_dataset(hid_t parent, const std::string& name);

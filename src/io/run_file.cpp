@@ -294,7 +294,7 @@ void RunFile::append_delays(const std::vector<int64_t>& d) {
 // opened for writing outside SWMR mode cannot be opened by anyone until it is closed, so the
 // last writes go to a copy (path.partial.closing) that replaces the .partial or becomes the
 // finished file by a rename: a kill at any moment leaves the .partial readable.
-void RunFile::end_streaming() {
+void RunFile::end_streaming(bool keep_checkpoint) {
   auto& I = *impl_;
   if (I.phase == Impl::Phase::Closing) return;
   if (I.phase == Impl::Phase::Header) {
@@ -309,9 +309,9 @@ void RunFile::end_streaming() {
   }
   flush();
   I.close();
-  std::error_code ec;
-  std::filesystem::copy_file(I.partial, I.closing, std::filesystem::copy_options::overwrite_existing, ec);
-  if (ec) throw UserError(I.closing + ": cannot copy the run file to finish it (" + ec.message() + ")");
+  // a compact copy: the .partial keeps the space of every chunk its flushes rewrote (and a
+  // finished file no checkpoint)
+  h5::copy_compact(I.partial, I.closing, keep_checkpoint ? std::vector<std::string>{} : std::vector<std::string>{"checkpoint"});
   I.reopen(I.closing, false);
   I.phase = Impl::Phase::Closing;
 }
@@ -457,7 +457,7 @@ void RunFile::adopt(const PartialRun& from) {
 void RunFile::interrupt(double wall_seconds, const std::string& message) {
   auto& I = *impl_;
   const bool streamed = I.growable;
-  end_streaming();
+  end_streaming(true);
   if (!streamed) I.create_checkpoint();  // an empty index: `--resume` starts afresh
   const hid_t f = I.file.id();
   h5::write_attr(f, "status", std::string("interrupted"));

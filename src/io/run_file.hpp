@@ -87,7 +87,9 @@ class RunFile final : public RunLog {
   // the file becomes path.partial and enters SWMR mode: at the first flush that is due, or a
   // checkpoint
   void start_streaming();
-  void end_streaming();
+  // keep_checkpoint: the run is interrupted and its .partial must stay resumable; else the
+  // run finishes and its closing copy leaves the checkpoint out
+  void end_streaming(bool keep_checkpoint = false);
   void chunk_full();
   struct Impl;
   std::unique_ptr<Impl> impl_;
