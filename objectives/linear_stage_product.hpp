@@ -5,36 +5,17 @@
 
 namespace stale {
 
-// a += X z with every row summed in ascending column order, a(i) + X(i,0) z(0) + X(i,1) z(1) + …
-// (four columns a pass, the same order). The mixed point's activation (staged_activation) and
-// the pipeline's stage forward (stage_forward) both go through it, so they agree bit for bit
-// however the columns are cut into stages. Eigen's general GEMV paid its set-up once per
-// stage: at S = 128 stages of four columns that was a third of an RPD update.
-template <class Block>
-void add_product_in_column_order(const Block& X, const double* z, double* __restrict a) {
-  const Index rows = X.rows(), cols = X.cols(), ld = X.outerStride();
-  const double* x = X.data();
-  Index j = 0;
-  for (; j + 4 <= cols; j += 4) {
-    const double* __restrict c0 = x + j * ld;
-    const double* __restrict c1 = c0 + ld;
-    const double* __restrict c2 = c1 + ld;
-    const double* __restrict c3 = c2 + ld;
-    const double z0 = z[j], z1 = z[j + 1], z2 = z[j + 2], z3 = z[j + 3];
-    for (Index i = 0; i < rows; ++i) a[i] = a[i] + c0[i] * z0 + c1[i] * z1 + c2[i] * z2 + c3[i] * z3;
-  }
-  for (; j < cols; ++j) {
-    const double* __restrict c = x + j * ld;
-    const double zj = z[j];
-    for (Index i = 0; i < rows; ++i) a[i] = a[i] + c[i] * zj;
-  }
-}
-
-// The same for P columns at once: A.col(p) += X Z.col(p), every element by exactly the
-// operations add_product_in_column_order does for that column alone (so an ensemble column is
-// its run bit for bit). Taking the columns in turn inside each pass of four makes their
-// dependent chains overlap: one column's 512-long chain per row (E4 at S = 128) left the core
-// waiting on each multiply-add, and an RPD ensemble spent a quarter of its time there.
+// A.col(p) += X Z.col(p) for P columns (Z and A column-major with leading dimensions ldz and
+// lda), every row of every column summed in ascending column order,
+// a(i) + X(i,0) z(0) + X(i,1) z(1) + … (four columns a pass, the same order). The mixed
+// point's activation (staged_activation) and the pipeline's stage forward (stage_forward) both
+// go through it, so they agree bit for bit however the columns are cut into stages; an
+// ensemble's columns go through it together and each is summed exactly as its run alone.
+// Eigen's general GEMV paid its set-up once per stage: at S = 128 stages of four columns that
+// was a third of an RPD update. Taking the columns in turn inside each pass of four makes
+// their dependent chains overlap: one column's 512-long chain per row (E4 at S = 128) left the
+// core waiting on each multiply-add, a quarter of an RPD ensemble's time when the columns went
+// one after another.
 template <class Block>
 void add_products_in_column_order(const Block& X, const double* Z, Index ldz, double* __restrict A, Index lda,
                                   Index P) {
@@ -61,6 +42,12 @@ void add_products_in_column_order(const Block& X, const double* Z, Index ldz, do
       for (Index i = 0; i < rows; ++i) a[i] = a[i] + c[i] * zj;
     }
   }
+}
+
+// one column: a += X z
+template <class Block>
+void add_product_in_column_order(const Block& X, const double* z, double* a) {
+  add_products_in_column_order(X, z, X.cols(), a, X.rows(), 1);
 }
 
 }  // namespace stale
