@@ -84,22 +84,32 @@ void set_compression(hid_t plist, hid_t type) {
   ok(H5Pset_shuffle(plist), "H5Pset_shuffle");
   ok(H5Pset_deflate(plist, 1), "H5Pset_deflate");
 }
-template <class T>
-void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* data, std::vector<hsize_t> dims) {
+// A dataset of `dims` written once from mem_type data and stored as `stored`: with `compress`,
+// more than 4096 values are chunked (at most chunk_rows rows a chunk) and filtered; anything
+// else is contiguous, with neither a chunk index nor a filter.
+Handle write_whole(hid_t parent, const std::string& name, hid_t mem_type, hid_t stored, const std::vector<hsize_t>& dims,
+                   hsize_t chunk_rows, bool compress, const void* data) {
   const Lock lock;
   Handle space = simple_space(dims);
   Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   hsize_t total = 1;
   for (auto d : dims) total *= d;
-  if (total > 4096) {  // compress large arrays
+  if (compress && total > 4096) {
     std::vector<hsize_t> chunk = dims;
-    chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1 << 16) / std::max<hsize_t>(1, total / std::max<hsize_t>(dims[0], 1))));
+    chunk[0] = std::max<hsize_t>(1, std::min(dims[0], chunk_rows));
     ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
-    set_compression(plist.id(), type);
+    set_compression(plist.id(), stored);
   }
-  Handle dset(H5Dcreate2(parent, name.c_str(), type, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
+  Handle dset(H5Dcreate2(parent, name.c_str(), stored, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
               "create dataset " + name);
-  if (total > 0) ok(H5Dwrite(dset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+  if (total > 0) ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+  return dset;
+}
+template <class T>
+void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* data, std::vector<hsize_t> dims) {
+  hsize_t per_row = 1;  // chunks of about 2^16 values
+  for (size_t i = 1; i < dims.size(); ++i) per_row *= dims[i];
+  write_whole(parent, name, type, type, dims, (hsize_t{1} << 16) / std::max<hsize_t>(1, per_row), true, data);
 }
 template <class T>
 std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::vector<hsize_t>& dims) {
@@ -371,21 +381,9 @@ Appendable::Appendable(hid_t parent, const std::string& name, hid_t mem_type, hs
 
 Handle write_rows(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, const void* data, hsize_t rows,
                   hsize_t chunk_rows, hid_t file_type, bool compress) {
-  const Lock lock;
-  const hid_t stored = file_type >= 0 ? file_type : mem_type;
-  std::vector<hsize_t> dims = {rows}, chunk = {std::max<hsize_t>(1, std::min(rows, chunk_rows))};
-  if (cols > 0) dims.push_back(cols), chunk.push_back(cols);
-  Handle space = simple_space(dims);
-  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
-  const hsize_t bytes = rows * std::max<hsize_t>(cols, 1) * H5Tget_size(stored);
-  if (compress && bytes > (hsize_t{1} << 16)) {
-    ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
-    set_compression(plist.id(), stored);
-  }
-  Handle dset(H5Dcreate2(parent, name.c_str(), stored, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
-              "create dataset " + name);
-  if (rows > 0) ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
-  return dset;
+  std::vector<hsize_t> dims = {rows};
+  if (cols > 0) dims.push_back(cols);
+  return write_whole(parent, name, mem_type, file_type >= 0 ? file_type : mem_type, dims, chunk_rows, compress, data);
 }
 
 Appendable Appendable::open(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols) {

@@ -97,10 +97,10 @@ hsize_t dataset_rows(hid_t dset);
 
 // A dataset written once with exactly `rows` rows of `cols` values (cols = 0: 1-D) from
 // mem_type data, stored as file_type (< 0: as mem_type). Contiguous, with neither a chunk
-// index nor a filter, up to 64 KiB or without `compress`: a run file's ~25 series written this
-// way cost a quarter of what growable datasets with 1024-row chunks cost
-// (results/PERFORMANCE.md). Larger ones with `compress` are chunked (at most chunk_rows rows a
-// chunk) and filtered as an Appendable's.
+// index nor a filter, up to 4096 values or without `compress` (the rule of write_vector and
+// write_matrix): a run file's ~25 series written this way cost a quarter of what growable
+// datasets with 1024-row chunks cost (results/PERFORMANCE.md). Larger ones with `compress`
+// are chunked (at most chunk_rows rows a chunk) and filtered as an Appendable's.
 Handle write_rows(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, const void* data, hsize_t rows,
                   hsize_t chunk_rows, hid_t file_type = -1, bool compress = true);
 

@@ -60,7 +60,6 @@ struct RunFile::Impl {
   // with exactly the rows it has (write_once): a short run's file then holds no chunk index,
   // no filter and no checkpoint it would delete again.
   bool growable = false;
-  bool delay_rows = false;  // /delays holds a row
   void create_growable() {
     if (growable) return;
     auto m = h5::open_group(file.id(), "metrics");
@@ -85,26 +84,33 @@ struct RunFile::Impl {
     h5::write_vector(ck.id(), "index", std::vector<int64_t>{0, 0, 0, 0});
     index = h5::open_dataset(ck.id(), "index");
   }
-  // the buffered rows as datasets of exactly their length (the run never streamed)
-  void write_once() {
+  // use(c, mem_type, values) for each metric column c with the buffered rows' values of it
+  template <class Use>
+  void for_each_column(Use&& use) const {
     const size_t n = rows.size();
-    auto m = h5::open_group(file.id(), "metrics");
     std::vector<double> col(n);
     std::vector<int64_t> icol(n);
-    for (const auto& c : metric_columns()) {
-      h5::Handle d = std::visit(
+    const auto& columns = metric_columns();
+    for (size_t c = 0; c < columns.size(); ++c)
+      std::visit(
           [&](auto member) {
             if constexpr (std::is_same_v<decltype(member), int64_t MetricsRow::*>) {
               for (size_t r = 0; r < n; ++r) icol[r] = rows[r].*member;
-              return h5::write_rows(m.id(), c.name, H5T_NATIVE_INT64, 0, icol.data(), n, kChunk);
+              use(c, H5T_NATIVE_INT64, static_cast<const void*>(icol.data()));
             } else {
               for (size_t r = 0; r < n; ++r) col[r] = rows[r].*member;
-              return h5::write_rows(m.id(), c.name, H5T_NATIVE_DOUBLE, 0, col.data(), n, kChunk);
+              use(c, H5T_NATIVE_DOUBLE, static_cast<const void*>(col.data()));
             }
           },
-          c.member);
-      describe(d.id(), c);
-    }
+          columns[c].member);
+  }
+  // the buffered rows as datasets of exactly their length (the run never streamed)
+  void write_once() {
+    auto m = h5::open_group(file.id(), "metrics");
+    for_each_column([&](size_t c, hid_t type, const void* values) {
+      const auto& column = metric_columns()[c];
+      describe(h5::write_rows(m.id(), column.name, type, 0, values, rows.size(), kChunk).id(), column);
+    });
     rows.clear();
     h5::write_rows(file.id(), "iterates", H5T_NATIVE_DOUBLE, static_cast<hsize_t>(dim), it_buf.data(), itk_buf.size(),
                    iterate_chunk(), -1, false);
@@ -114,7 +120,6 @@ struct RunFile::Impl {
     if (!delay_buf.empty()) {
       h5::write_rows(file.id(), "delays", H5T_NATIVE_INT64, static_cast<hsize_t>(stages), delay_buf.data(),
                      delay_buf.size() / static_cast<size_t>(stages), delay_chunk(), H5T_STD_I32LE);
-      delay_rows = true;
       delay_buf.clear();
     }
   }
@@ -361,22 +366,7 @@ void RunFile::write_delay_moments(const DelayMoments& m) { write_delay_moments_g
 void RunFile::flush() {
   auto& I = *impl_;
   if (!I.rows.empty()) {
-    const size_t n = I.rows.size();
-    std::vector<double> col(n);
-    std::vector<int64_t> icol(n);
-    const auto& columns = metric_columns();
-    for (size_t c = 0; c < columns.size(); ++c)
-      std::visit(
-          [&](auto member) {
-            if constexpr (std::is_same_v<decltype(member), int64_t MetricsRow::*>) {
-              for (size_t r = 0; r < n; ++r) icol[r] = I.rows[r].*member;
-              I.series[c].append(icol.data(), n);
-            } else {
-              for (size_t r = 0; r < n; ++r) col[r] = I.rows[r].*member;
-              I.series[c].append(col.data(), n);
-            }
-          },
-          columns[c].member);
+    I.for_each_column([&](size_t c, hid_t, const void* values) { I.series[c].append(values, I.rows.size()); });
     I.rows.clear();
   }
   if (!I.itk_buf.empty()) {
@@ -387,7 +377,6 @@ void RunFile::flush() {
   }
   if (!I.delay_buf.empty()) {
     I.delay_table.append(I.delay_buf.data(), I.delay_buf.size() / static_cast<size_t>(I.stages));
-    I.delay_rows = true;
     I.delay_buf.clear();
   }
   if (I.phase == Impl::Phase::Streaming) h5::flush_file(I.file.id());  // else closing the file writes it
@@ -480,7 +469,7 @@ void RunFile::finish(const std::string& status, double wall_seconds, const std::
   I.index = h5::Handle();
   if (I.growable) {
     h5::unlink(f, "checkpoint");
-    if (I.keep_table && !I.delay_rows) {  // a fresh-read method: no delay table
+    if (I.keep_table && I.delay_table.rows() == 0) {  // a fresh-read method: no delay table
       I.delay_table = h5::Appendable();
       h5::unlink(f, "delays");
     }
