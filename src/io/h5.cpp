@@ -18,13 +18,20 @@ namespace {
 // line that names the file or object, so the stack is silenced — but only while one of our
 // calls runs: the previous handler comes back when it returns, and anything else in the
 // process that uses HDF5 keeps the library's default.
+// The handler is swapped by the outermost of nested calls only (the library is not thread
+// safe, so the setting is global and the lock below serialises every call): getting and
+// setting it on every nested wrapper was a tenth of writing a short run's file.
+thread_local int quiet_depth = 0;
 class QuietErrors {
  public:
   QuietErrors() {
+    if (quiet_depth++ > 0) return;
     H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   }
-  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+  ~QuietErrors() {
+    if (--quiet_depth == 0) H5Eset_auto2(H5E_DEFAULT, func_, data_);
+  }
   QuietErrors(const QuietErrors&) = delete;
   QuietErrors& operator=(const QuietErrors&) = delete;
 
@@ -91,17 +98,19 @@ Handle write_whole(hid_t parent, const std::string& name, hid_t mem_type, hid_t 
                    hsize_t chunk_rows, bool compress, const void* data) {
   const Lock lock;
   Handle space = simple_space(dims);
-  Handle plist(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
   hsize_t total = 1;
   for (auto d : dims) total *= d;
+  Handle plist;  // none: contiguous (the library's default creation list)
   if (compress && total > 4096) {
+    plist = Handle(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::max<hsize_t>(1, std::min(dims[0], chunk_rows));
     ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
     set_compression(plist.id(), stored);
   }
-  Handle dset(H5Dcreate2(parent, name.c_str(), stored, space.id(), H5P_DEFAULT, plist.id(), H5P_DEFAULT), H5Dclose,
-              "create dataset " + name);
+  Handle dset(H5Dcreate2(parent, name.c_str(), stored, space.id(), H5P_DEFAULT, plist.valid() ? plist.id() : H5P_DEFAULT,
+                         H5P_DEFAULT),
+              H5Dclose, "create dataset " + name);
   if (total > 0) ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
   return dset;
 }
@@ -144,9 +153,30 @@ Handle open_dataset(hid_t parent, const std::string& name) {
   const Lock lock;
   return Handle(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), H5Dclose, "open dataset " + name);
 }
+namespace {
+// Links and attributes kept in their object's header up to these counts. HDF5's default
+// moves a group past 8 links, or an object past 8 attributes, into "dense" storage (a
+// fractal heap and a B-tree of hashed names each): a run file's root, /metrics, /schedule,
+// /objective and /theory all crossed it, and building those indexes was a large part of
+// writing a short run's file. Readers see the same names and values either way.
+constexpr unsigned kCompactLinks = 64, kDenseLinks = 48;
+constexpr unsigned kCompactAttrs = 64, kDenseAttrs = 48;
+// a group creation list (also the root group's, through the file creation list) that keeps
+// links and attributes compact up to the counts above
+void set_compact(hid_t plist) {
+  ok(H5Pset_link_phase_change(plist, kCompactLinks, kDenseLinks), "H5Pset_link_phase_change");
+  ok(H5Pset_attr_phase_change(plist, kCompactAttrs, kDenseAttrs), "H5Pset_attr_phase_change");
+}
+Handle compact_file_creation() {
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose, "H5Pcreate");
+  set_compact(fcpl.id());
+  return fcpl;
+}
+}  // namespace
 Handle create_file(const std::string& path) {
   const Lock lock;
-  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose, "create file " + path);
+  Handle fcpl = compact_file_creation();
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.id(), H5P_DEFAULT), H5Fclose, "create file " + path);
 }
 namespace {
 Handle latest_format_access() {
@@ -158,7 +188,8 @@ Handle latest_format_access() {
 Handle create_file_swmr_capable(const std::string& path) {
   const Lock lock;
   Handle fapl = latest_format_access();
-  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), H5Fclose, "create file " + path);
+  Handle fcpl = compact_file_creation();
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.id(), fapl.id()), H5Fclose, "create file " + path);
 }
 Handle open_file_rdwr(const std::string& path, bool swmr) {
   const Lock lock;
@@ -215,7 +246,9 @@ bool unlink(hid_t parent, const std::string& name) {
 }
 Handle create_group(hid_t parent, const std::string& name) {
   const Lock lock;
-  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, "create group " + name);
+  Handle gcpl(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, "H5Pcreate");
+  set_compact(gcpl.id());
+  return Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, gcpl.id(), H5P_DEFAULT), H5Gclose, "create group " + name);
 }
 Handle open_group(hid_t parent, const std::string& name) {
   const Lock lock;
