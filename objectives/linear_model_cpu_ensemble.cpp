@@ -91,6 +91,12 @@ namespace {
 // one product — H[:, s] ΔW_s on the Hessian route, X[:, s] ΔW_s on the activation route.
 // A column that stops changing (a diverged run, frozen) costs nothing. Every column is
 // recomputed from scratch after kResync applied changes, as the single tracker is.
+//
+// Columns live in slots: the columns that changed are moved to the leading slots before a
+// product, so the product runs in place on the first c slots. Gathering them into copies
+// instead (every update once a column had diverged: d × c values out and back per block)
+// was a fifth of an ensemble's tracker time. Each column's sums do not depend on its slot
+// (src/core/block_product.hpp).
 template <class Loss>
 class LinearEnsembleTracker final : public EnsembleTracker {
   static constexpr int kResync = 1024;
@@ -105,6 +111,9 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     }
     changes_.assign(P_, 0);
     grad_dirty_.assign(P_, 1);
+    slot_.resize(P_);
+    column_.resize(P_);
+    for (int p = 0; p < P_; ++p) slot_[p] = column_[p] = p;
     G_.setZero(f.dim(), P_);
     if (!hessian_) A_.setZero(f.data().X.rows(), P_);
     std::vector<int> all(P_);
@@ -116,62 +125,73 @@ class LinearEnsembleTracker final : public EnsembleTracker {
 
   void block_changed(int p, int s, ConstVecRef delta) override {
     const auto& B = f_.blocks();
-    W_.col(p).segment(B.offset(s), B.size(s)) += delta;
-    pending_[s].col(p) += delta;
-    has_[s][p] = 1;
+    const int q = slot_[p];
+    W_.col(q).segment(B.offset(s), B.size(s)) += delta;
+    if (has_[s][q]) pending_[s].col(q) += delta;
+    else pending_[s].col(q) = delta;  // an applied change is not zeroed: the first one overwrites it
+    has_[s][q] = 1;
   }
 
   double value(int p) override {
     apply_pending();
-    if (hessian_) return f_.constants().f_star + 0.5 * (W_.col(p) - *f_.constants().w_star).dot(G_.col(p));
+    const int q = slot_[p];
+    if (hessian_) return f_.constants().f_star + 0.5 * (W_.col(q) - *f_.constants().w_star).dot(G_.col(q));
     const auto& d = f_.data();
     double v = 0;
-    for (Index i = 0; i < A_.rows(); ++i) v += d.weight(i) * Loss::value(A_(i, p), d.y(i));
-    return v + 0.5 * f_.l2() * W_.col(p).squaredNorm();
+    for (Index i = 0; i < A_.rows(); ++i) v += d.weight(i) * Loss::value(A_(i, q), d.y(i));
+    return v + 0.5 * f_.l2() * W_.col(q).squaredNorm();
   }
 
   double gradient_sq_norm(int p) override {
     refresh_gradient();
-    return G_.col(p).squaredNorm();
+    return G_.col(slot_[p]).squaredNorm();
   }
 
   Vec gradient(int p) override {
     refresh_gradient();
-    return G_.col(p);
+    return G_.col(slot_[p]);
   }
 
  private:
-  // Y[:, cols] += (product with) Dfull[:, cols] through add(D, ldd, Y, ldy, P): in place when
-  // every column takes part, else on gathered copies (each column's sums are the same either
-  // way: src/core/block_product.hpp)
-  template <class Add>
-  static void add_columns(Mat& Y, const Mat& Dfull, const std::vector<int>& cols, Add add) {
-    if (static_cast<Index>(cols.size()) == Dfull.cols()) {
-      add(Dfull.data(), Dfull.rows(), Y.data(), Y.rows(), Dfull.cols());
-      return;
+  // exchange the columns in slots a and b
+  void swap_slots(int a, int b) {
+    W_.col(a).swap(W_.col(b));
+    G_.col(a).swap(G_.col(b));
+    if (!hessian_) A_.col(a).swap(A_.col(b));
+    for (size_t s = 0; s < pending_.size(); ++s) {
+      pending_[s].col(a).swap(pending_[s].col(b));
+      std::swap(has_[s][a], has_[s][b]);
     }
-    const Index c = static_cast<Index>(cols.size());
-    Mat D(Dfull.rows(), c), R(Y.rows(), c);
-    for (Index j = 0; j < c; ++j) D.col(j) = Dfull.col(cols[j]), R.col(j) = Y.col(cols[j]);
-    add(D.data(), D.rows(), R.data(), R.rows(), c);
-    for (Index j = 0; j < c; ++j) Y.col(cols[j]) = R.col(j);
+    std::swap(changes_[a], changes_[b]);
+    std::swap(grad_dirty_[a], grad_dirty_[b]);
+    if (!resync_.empty()) std::swap(resync_[a], resync_[b]);
+    std::swap(column_[a], column_[b]);
+    slot_[column_[a]] = a;
+    slot_[column_[b]] = b;
   }
 
-  // Y[:, cols] = M · W[:, cols] (minus w_* on the Hessian route), summed as the single
+  // move the slots in `slots` (ascending) to the front, in that order; slots becomes 0..c-1.
+  // Slot i < slots[i] holds a column outside the set (the set's earlier members are in 0..i-1).
+  void to_front(std::vector<int>& slots) {
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (slots[i] != static_cast<int>(i)) swap_slots(static_cast<int>(i), slots[i]), slots[i] = static_cast<int>(i);
+  }
+
+  // Y[:, slots] = M · W[:, slots] (minus w_* on the Hessian route), summed as the single
   // tracker's reset sums it
-  void recompute(const std::vector<int>& cols) {
-    if (cols.empty()) return;
-    const Index c = static_cast<Index>(cols.size());
+  void recompute(const std::vector<int>& slots) {
+    if (slots.empty()) return;
+    const Index c = static_cast<Index>(slots.size());
     Mat D(f_.dim(), c);
-    for (Index j = 0; j < c; ++j) D.col(j) = W_.col(cols[j]);
+    for (Index j = 0; j < c; ++j) D.col(j) = W_.col(slots[j]);
     const Mat& M = hessian_ ? f_.gram() : f_.data().X;
     if (hessian_) D.colwise() -= *f_.constants().w_star;
     Mat R = Mat::Zero(M.rows(), c);
     add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
     Mat& Y = hessian_ ? G_ : A_;
     for (Index j = 0; j < c; ++j) {
-      Y.col(cols[j]) = R.col(j);
-      if (!hessian_) grad_dirty_[cols[j]] = 1;
+      Y.col(slots[j]) = R.col(j);
+      if (!hessian_) grad_dirty_[slots[j]] = 1;
     }
   }
 
@@ -180,62 +200,62 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     resync_.assign(P_, 0);
     for (int s = 0; s < B.stages(); ++s) {
       cols_.clear();
-      for (int p = 0; p < P_; ++p) {
-        if (!has_[s][p]) continue;
-        if (!resync_[p] && ++changes_[p] >= kResync) resync_[p] = 1;
-        if (resync_[p]) pending_[s].col(p).setZero(), has_[s][p] = 0;  // recomputed below
-        else cols_.push_back(p);
+      for (int q = 0; q < P_; ++q) {
+        if (!has_[s][q]) continue;
+        has_[s][q] = 0;
+        if (!resync_[q] && ++changes_[q] >= kResync) resync_[q] = 1;
+        if (!resync_[q]) cols_.push_back(q);  // a resynced column is recomputed below
       }
       if (cols_.empty()) continue;
+      to_front(cols_);
+      const Index c = static_cast<Index>(cols_.size());
+      const Mat& D = pending_[s];
       if (hessian_) {
-        add_columns(G_, pending_[s], cols_, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
-          f_.gram_blocks().add(s, D, ldd, Y, ldy, P);
-        });
+        f_.gram_blocks().add(s, D.data(), D.rows(), G_.data(), G_.rows(), c);
       } else {
-        add_columns(A_, pending_[s], cols_, [&](const double* D, Index ldd, double* Y, Index ldy, Index P) {
-          f_.data_blocks().add(s, D, ldd, Y, ldy, P);
-        });
-        for (int p : cols_) grad_dirty_[p] = 1;
+        f_.data_blocks().add(s, D.data(), D.rows(), A_.data(), A_.rows(), c);
+        for (Index q = 0; q < c; ++q) grad_dirty_[q] = 1;
       }
-      for (int p : cols_) pending_[s].col(p).setZero(), has_[s][p] = 0;
     }
     cols_.clear();
-    for (int p = 0; p < P_; ++p)
-      if (resync_[p]) cols_.push_back(p), changes_[p] = 0;
+    for (int q = 0; q < P_; ++q)
+      if (resync_[q]) cols_.push_back(q), changes_[q] = 0;
     recompute(cols_);
   }
 
   void refresh_gradient() {
     apply_pending();
     if (hessian_) return;
-    std::vector<int> cols;
-    for (int p = 0; p < P_; ++p)
-      if (grad_dirty_[p]) cols.push_back(p);
-    if (cols.empty()) return;
+    std::vector<int> slots;
+    for (int q = 0; q < P_; ++q)
+      if (grad_dirty_[q]) slots.push_back(q);
+    if (slots.empty()) return;
     const auto& d = f_.data();
-    Mat R(A_.rows(), static_cast<Index>(cols.size()));
-    for (size_t j = 0; j < cols.size(); ++j)
+    Mat R(A_.rows(), static_cast<Index>(slots.size()));
+    for (size_t j = 0; j < slots.size(); ++j)
       for (Index i = 0; i < A_.rows(); ++i)
-        R(i, static_cast<Index>(j)) = d.weight(i) * Loss::deriv(A_(i, cols[j]), d.y(i));
+        R(i, static_cast<Index>(j)) = d.weight(i) * Loss::deriv(A_(i, slots[j]), d.y(i));
     Mat Gc;
     Gc.noalias() = d.X.transpose() * R;
-    for (size_t j = 0; j < cols.size(); ++j) {
-      G_.col(cols[j]) = Gc.col(static_cast<Index>(j));
-      if (f_.l2() != 0) G_.col(cols[j]) += f_.l2() * W_.col(cols[j]);
-      grad_dirty_[cols[j]] = 0;
+    for (size_t j = 0; j < slots.size(); ++j) {
+      G_.col(slots[j]) = Gc.col(static_cast<Index>(j));
+      if (f_.l2() != 0) G_.col(slots[j]) += f_.l2() * W_.col(slots[j]);
+      grad_dirty_[slots[j]] = 0;
     }
   }
 
   const LinearModelCpu<Loss>& f_;
   bool hessian_;
-  Mat W_, G_, A_;  // points, gradients, activations X W (activation route), one column each
+  Mat W_, G_, A_;  // points, gradients, activations X W (activation route), one slot each
   int P_;
-  std::vector<Mat> pending_;             // [block] d_s × P: changes not yet applied
-  std::vector<std::vector<char>> has_;   // [block][column]: whether pending holds a change
-  std::vector<int> changes_;             // [column] applied changes since the last recompute
-  std::vector<char> grad_dirty_;         // [column] activation route: gradient to recompute
-  std::vector<char> resync_;             // apply_pending's scratch: columns recomputed this time
-  std::vector<int> cols_;                // apply_pending's scratch: columns taking part
+  std::vector<int> slot_;                // [column] its slot
+  std::vector<int> column_;              // [slot] its column
+  std::vector<Mat> pending_;             // [block] d_s × P: changes not yet applied, by slot
+  std::vector<std::vector<char>> has_;   // [block][slot]: whether pending holds a change
+  std::vector<int> changes_;             // [slot] applied changes since the last recompute
+  std::vector<char> grad_dirty_;         // [slot] activation route: gradient to recompute
+  std::vector<char> resync_;             // apply_pending's scratch: slots recomputed this time
+  std::vector<int> cols_;                // apply_pending's scratch: slots taking part
 };
 
 }  // namespace

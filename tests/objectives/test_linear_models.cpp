@@ -241,4 +241,47 @@ TEST_CASE("IteratorTrackerFollowsBlockChangesExactly") {
   }
 }
 
+// An ensemble tracker moves the columns that changed to its leading slots before each product:
+// whatever subset changes (frozen columns, one column alone, subsets that differ from block to
+// block between reads), every column reads as its own single tracker fed the same changes.
+TEST_CASE("EnsembleTrackerColumnsEqualSingleTrackersWhicheverColumnsChange") {
+  for (const char* name : {"quadratic", "logistic"}) {
+    CAPTURE(name);
+    const bool quadratic = std::string(name) == "quadratic";
+    auto f = objective_from(std::string("[objective]\nname = \"") + name + "\"\ngenerator = \"" +
+                            (quadratic ? "random" : "synthetic") +
+                            "\"\ndim = 40\nsamples = 80\nbatch_size = 8\nstages = 5\n");
+    const int P = 6;
+    Mat W(f->dim(), P);
+    std::vector<std::unique_ptr<IterateTracker>> single;
+    for (int p = 0; p < P; ++p) {
+      W.col(p) = random_point(f->dim(), 10 + p);
+      single.push_back(f->make_tracker(W.col(p)));
+    }
+    auto ensemble = f->make_ensemble_tracker(W);
+    REQUIRE(ensemble->columns() == P);
+    Rng rng(11, Stream::Eval);
+    for (int it = 0; it < 2500; ++it) {  // crosses the periodic resync of the busiest columns
+      // a changing subset: columns 0 and 1 change often, the last column only in bursts
+      for (int p = 0; p < P; ++p) {
+        const double rate = p < 2 ? 0.9 : (p == P - 1 ? (it / 300) % 2 * 0.5 : 0.3);
+        if (rng.uniform() >= rate) continue;
+        const int s = static_cast<int>(rng.uniform_int(5));
+        Vec delta(f->blocks().size(s));
+        for (Index i = 0; i < delta.size(); ++i) delta(i) = 0.01 * rng.normal();
+        ensemble->block_changed(p, s, delta);
+        single[p]->block_changed(s, delta);
+      }
+      if (rng.uniform() < 0.5) continue;  // changes of several blocks wait for the next read
+      for (int p = 0; p < P; ++p) {
+        CAPTURE(it);
+        CAPTURE(p);
+        REQUIRE(ensemble->value(p) == single[p]->value());
+        if (quadratic) REQUIRE(ensemble->gradient_sq_norm(p) == single[p]->gradient_sq_norm());
+        else REQUIRE(rel_err(ensemble->gradient(p), single[p]->gradient()) <= 1e-12);
+      }
+    }
+  }
+}
+
 TEST_SUITE_END();
