@@ -1,6 +1,7 @@
 // method.time_budget: the planner's search (extrapolate, gallop, bisect) finds the largest
 // micro-batch count whose makespan fits the budget — the value a plain scan over every count
-// finds — for asynchronous and flushing schedules, with and without stage-cost jitter.
+// finds — for asynchronous and flushing schedules, with and without stage-cost jitter — and
+// the shared plan's simulation is the plan's.
 #include <doctest/doctest.h>
 
 #include "optimizers/schedule_planner.hpp"
@@ -33,6 +34,7 @@ TEST_CASE("TimeBudgetSearchFindsTheLargestFittingMicrobatchCount") {
     opt.schedule = c.schedule;
     opt.params.stages = c.stages;
     if (c.jitter > 0) opt.costs.set("jitter", std::to_string(c.jitter));
+    opt.costs_key = "jitter=" + std::to_string(c.jitter);  // planned_schedule's cache tells plans apart by it
     opt.time_budget = c.budget;
     const Schedule planned = plan_schedule(opt);
     // flushing schedules grow by whole mini-batches of `accumulation` micro-batches
@@ -41,6 +43,21 @@ TEST_CASE("TimeBudgetSearchFindsTheLargestFittingMicrobatchCount") {
     while (makespan_of(opt, best + unit) <= c.budget) best += unit;
     CHECK(planned.microbatches == best);
     CHECK(makespan_of(opt, best) <= c.budget);
+    // the plan runs share: the same schedule, and a simulation (the search's own of its first
+    // guess when that was the answer) equal to simulating the plan afresh with the same options
+    SimOptions so;
+    so.delay_table = true;
+    const PlannedSchedule shared = planned_schedule(opt, so);
+    CHECK(shared.schedule->microbatches == best);
+    const SimResult fresh = simulate(*shared.schedule, opt.costs, so);
+    CHECK(shared.simulation->makespan == fresh.makespan);
+    CHECK(shared.simulation->start == fresh.start);
+    CHECK(shared.simulation->end == fresh.end);
+    CHECK(shared.simulation->busy == fresh.busy);
+    CHECK(shared.simulation->forward_read == fresh.forward_read);
+    CHECK(shared.simulation->delay_table == fresh.delay_table);
+    CHECK(shared.simulation->updates.size() == fresh.updates.size());
+    CHECK(shared.simulation->peak_versions == fresh.peak_versions);
   }
 }
 
