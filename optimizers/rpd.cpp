@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "delays/delay_model.hpp"
+#include "src/core/block_distance.hpp"
 #include "src/core/error.hpp"
 #include "optimizers/method_registry.hpp"
 #include "optimizers/schedule_planner.hpp"
@@ -113,9 +114,7 @@ class Rpd final : public Method {
     for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
       delays_->delays(k, d);
       st.store.gather(d, z);
-      double stale_sq = 0;
-      for (int i = 0; i < S; ++i)
-        if (d[i] > 0) stale_sq += (P.block(z, i) - P.block(st.store.current(), i)).squaredNorm();
+      const double stale_sq = stale_sq_distance(z.data(), st.store.current().data(), P, d);
       const int s = follow ? order_.stages[k] : st.stages.next();
       const int m = follow ? order_.batches[k] : st.batches.next();
       auto gs = g.head(P.size(s));

@@ -1,0 +1,22 @@
+#pragma once
+// The stale distance an RPD update logs: ‖z − w_k‖² = Σ_i ‖z^(i) − w_k^(i)‖² over the blocks
+// read stale (delay > 0; a fresh block's difference is zero, and a diverged iterate's NaN must
+// not enter through it), summed block after block, each block's squared norm exactly as
+// Eigen's squaredNorm of the segment sums it.
+#include <cstdint>
+#include <vector>
+
+#include "src/core/partition.hpp"
+#include "src/core/types.hpp"
+
+namespace stale {
+
+// Blocks of four coordinates (d = 4 S: E4 at S = 128) reduce four blocks at once in Eigen's
+// order ((x0² + x2²) + (x1² + x3²)); any other partition takes the plain loop.
+// tests/core/test_block_distance.cpp checks both against the plain loop bit for bit.
+double stale_sq_distance(const double* z, const double* w, const BlockPartition& P, const std::vector<int64_t>& delays);
+// the plain loop over Eigen segments: the reference
+double stale_sq_distance_reference(const double* z, const double* w, const BlockPartition& P,
+                                   const std::vector<int64_t>& delays);
+
+}  // namespace stale
