@@ -111,6 +111,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     }
     changes_.assign(P_, 0);
     grad_dirty_.assign(P_, 1);
+    resync_.assign(P_, 0);
     slot_.resize(P_);
     column_.resize(P_);
     for (int p = 0; p < P_; ++p) slot_[p] = column_[p] = p;
@@ -164,7 +165,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     }
     std::swap(changes_[a], changes_[b]);
     std::swap(grad_dirty_[a], grad_dirty_[b]);
-    if (!resync_.empty()) std::swap(resync_[a], resync_[b]);
+    std::swap(resync_[a], resync_[b]);
     std::swap(column_[a], column_[b]);
     slot_[column_[a]] = a;
     slot_[column_[b]] = b;

@@ -6,21 +6,28 @@
 
 namespace stale {
 
-double stale_sq_distance_reference(const double* z, const double* w, const BlockPartition& P,
-                                   const std::vector<int64_t>& delays) {
-  double sum = 0;
-  for (int i = 0; i < P.stages(); ++i)
+namespace {
+// sum + the stale blocks from `first` on, each block's squared norm by Eigen
+double add_blocks_from(int first, double sum, const double* z, const double* w, const BlockPartition& P,
+                       const std::vector<int64_t>& delays) {
+  for (int i = first; i < P.stages(); ++i)
     if (delays[static_cast<size_t>(i)] > 0)
       sum += (Eigen::Map<const Vec>(z + P.offset(i), P.size(i)) - Eigen::Map<const Vec>(w + P.offset(i), P.size(i)))
                  .squaredNorm();
   return sum;
 }
+}  // namespace
+
+double stale_sq_distance_reference(const double* z, const double* w, const BlockPartition& P,
+                                   const std::vector<int64_t>& delays) {
+  return add_blocks_from(0, 0.0, z, w, P, delays);
+}
 
 double stale_sq_distance(const double* z, const double* w, const BlockPartition& P, const std::vector<int64_t>& delays) {
-  const int S = P.stages();
   int i = 0;
   double sum = 0;
 #ifdef __AVX2__
+  const int S = P.stages();
   // Four blocks of four: squares A, B, C, D (a block each); the 128-bit halves added pairwise
   // give (x0² + x2², x1² + x3²) per block, and one horizontal add finishes all four blocks —
   // the order of Eigen's packet reduction of a four-element segment. The per-block
@@ -41,11 +48,7 @@ double stale_sq_distance(const double* z, const double* w, const BlockPartition&
     }
   }
 #endif
-  for (; i < S; ++i)
-    if (delays[static_cast<size_t>(i)] > 0)
-      sum += (Eigen::Map<const Vec>(z + P.offset(i), P.size(i)) - Eigen::Map<const Vec>(w + P.offset(i), P.size(i)))
-                 .squaredNorm();
-  return sum;
+  return add_blocks_from(i, sum, z, w, P, delays);
 }
 
 }  // namespace stale
