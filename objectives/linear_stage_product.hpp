@@ -5,6 +5,13 @@
 
 namespace stale {
 
+// a += X z for X of at most 16 rows (column stride ld), the rows' accumulators held in
+// registers across all columns: the same fused multiply-adds in the same order as the loop
+// below, without its load and store of a per pass of four columns (a mini-batch of 10 rows at
+// d = 512 is 128 such passes, each a dependent chain through memory). False, and nothing done,
+// where the shape or the build (no AVX2/FMA) does not fit.
+bool add_product_few_rows(const double* X, Index ld, Index rows, Index cols, const double* z, double* a);
+
 // A.col(p) += X Z.col(p) for P columns (Z and A column-major with leading dimensions ldz and
 // lda), every row of every column summed in ascending column order,
 // a(i) + X(i,0) z(0) + X(i,1) z(1) + … (four columns a pass, the same order). The mixed
@@ -16,9 +23,11 @@ namespace stale {
 // their dependent chains overlap: one column's 512-long chain per row (E4 at S = 128) left the
 // core waiting on each multiply-add, a quarter of an RPD ensemble's time when the columns went
 // one after another.
+// the loop behind add_products_in_column_order, for any shape (and the reference its fast path
+// is tested against bit for bit)
 template <class Block>
-void add_products_in_column_order(const Block& X, const double* Z, Index ldz, double* __restrict A, Index lda,
-                                  Index P) {
+void add_products_in_column_order_loop(const Block& X, const double* Z, Index ldz, double* __restrict A, Index lda,
+                                       Index P) {
   const Index rows = X.rows(), cols = X.cols(), ld = X.outerStride();
   const double* x = X.data();
   Index j = 0;
@@ -42,6 +51,13 @@ void add_products_in_column_order(const Block& X, const double* Z, Index ldz, do
       for (Index i = 0; i < rows; ++i) a[i] = a[i] + c[i] * zj;
     }
   }
+}
+
+template <class Block>
+void add_products_in_column_order(const Block& X, const double* Z, Index ldz, double* __restrict A, Index lda,
+                                  Index P) {
+  if (P == 1 && add_product_few_rows(X.data(), X.outerStride(), X.rows(), X.cols(), Z, A)) return;
+  add_products_in_column_order_loop(X, Z, ldz, A, lda, P);
 }
 
 // one column: a += X z

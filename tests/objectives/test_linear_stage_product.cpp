@@ -54,4 +54,33 @@ TEST_CASE("StageProductOfPColumnsEqualsEachColumnAloneBitForBit") {
   }
 }
 
+// A one-column product of at most 16 rows keeps its rows in registers (add_product_few_rows);
+// it must give the bits of the general loop for every row count, column count and stride. On a
+// build without AVX2/FMA the fast path declines and the check is the loop against itself.
+TEST_CASE("FewRowsProductEqualsTheGeneralLoopBitForBit") {
+  Rng rng(12, Stream::Eval);
+  for (Index rows = 1; rows <= 17; ++rows) {
+    for (Index cols : {1, 2, 3, 4, 5, 7, 8, 64, 513}) {
+      for (Index pad : {0, 1, 6}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(pad);
+        Mat storage(rows + pad, cols);
+        for (Index i = 0; i < storage.size(); ++i) storage.data()[i] = rng.normal();
+        const Eigen::Map<const Mat, 0, Eigen::OuterStride<>> X(storage.data(), rows, cols,
+                                                                Eigen::OuterStride<>(rows + pad));
+        Vec z(cols), a0(rows);
+        for (Index i = 0; i < cols; ++i) z(i) = rng.normal();
+        for (Index i = 0; i < rows; ++i) a0(i) = rng.normal();
+        Vec fast = a0, loop = a0;
+        add_product_in_column_order(X, z.data(), fast.data());
+        add_products_in_column_order_loop(X, z.data(), cols, loop.data(), rows, 1);
+        CHECK(std::memcmp(fast.data(), loop.data(), sizeof(double) * static_cast<size_t>(rows)) == 0);
+        const Vec exact = a0 + X * z;
+        CHECK((fast - exact).norm() <= 1e-12 * (1.0 + exact.norm()) * static_cast<double>(cols));
+      }
+    }
+  }
+}
+
 TEST_SUITE_END();
