@@ -28,6 +28,7 @@ class LinearModelCpu final : public Objective {
   double value_grad(const Vec& w, Vec& grad) const override;
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
   void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
+  void batch_block_grad_blocks(const std::vector<const double*>& blocks, int m, int s, VecRef g_s) const override;
 
   void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                      std::unique_ptr<StageCache>& cache) const override;
@@ -84,7 +85,7 @@ class LinearModelCpu final : public Objective {
     return BatchView(data_->X.data() + off, rows, dim(), Eigen::OuterStride<>(data_->X.rows()));
   }
   Vec staged_activation(int m, const Vec& z) const;
-  void block_grad_from_activation(Vec r, const double* z, int m, int s, VecRef g_s) const;
+  void block_grad_from_activation(Vec r, const double* z_s, int m, int s, VecRef g_s) const;
   std::shared_ptr<const LinearData> data_;
   // X once more, batch after batch, each batch's rows × d block column-major and contiguous: a
   // mini-batch product reads one stream instead of b values from each of d columns n apart

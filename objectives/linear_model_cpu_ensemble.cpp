@@ -31,7 +31,7 @@ void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat& Z, int m, int s, Mat
   const auto Xm = batch_X(m);
   Mat A = Mat::Zero(Xm.rows(), Z.cols());
   add_products_in_column_order(Xm, Z.data(), Z.rows(), A.data(), A.rows(), Z.cols());
-  for (Index p = 0; p < Z.cols(); ++p) block_grad_from_activation(A.col(p), Z.col(p).data(), m, s, G.col(p));
+  for (Index p = 0; p < Z.cols(); ++p) block_grad_from_activation(A.col(p), Z.col(p).data() + blocks().offset(s), m, s, G.col(p));
 }
 
 template <class Loss>

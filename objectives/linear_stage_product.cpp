@@ -15,7 +15,7 @@ namespace {
 // what the loop's a + X(i,j) z(j) + X(i,j+1) z(j+1) + … contracts to; the lanes never mix, so
 // the vector width does not change a bit.
 template <int R>
-void few_rows(const double* X, Index ld, Index cols, const double* z, double* a) {
+void few_rows(const double* X, Index ld, Index segments, const Index* bounds, const double* const* zs, double* a) {
   constexpr int V = R / 4, pair = (R % 4) / 2, single = R % 2;
   __m256d acc[V > 0 ? V : 1];
   __m128d acc2 = _mm_setzero_pd();
@@ -23,12 +23,15 @@ void few_rows(const double* X, Index ld, Index cols, const double* z, double* a)
   for (int v = 0; v < V; ++v) acc[v] = _mm256_loadu_pd(a + 4 * v);
   if constexpr (pair) acc2 = _mm_loadu_pd(a + 4 * V);
   if constexpr (single) acc1 = a[R - 1];
-  for (Index j = 0; j < cols; ++j) {
-    const double* c = X + j * ld;
-    const __m256d zj = _mm256_broadcast_sd(z + j);
-    for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_pd(_mm256_loadu_pd(c + 4 * v), zj, acc[v]);
-    if constexpr (pair) acc2 = _mm_fmadd_pd(_mm_loadu_pd(c + 4 * V), _mm256_castpd256_pd128(zj), acc2);
-    if constexpr (single) acc1 = __builtin_fma(c[R - 1], z[j], acc1);
+  for (Index seg = 0; seg < segments; ++seg) {
+    const double* z = zs[seg] - bounds[seg];  // z[j] for j in [bounds[seg], bounds[seg + 1])
+    for (Index j = bounds[seg]; j < bounds[seg + 1]; ++j) {
+      const double* c = X + j * ld;
+      const __m256d zj = _mm256_broadcast_sd(z + j);
+      for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_pd(_mm256_loadu_pd(c + 4 * v), zj, acc[v]);
+      if constexpr (pair) acc2 = _mm_fmadd_pd(_mm_loadu_pd(c + 4 * V), _mm256_castpd256_pd128(zj), acc2);
+      if constexpr (single) acc1 = __builtin_fma(c[R - 1], z[j], acc1);
+    }
   }
   for (int v = 0; v < V; ++v) _mm256_storeu_pd(a + 4 * v, acc[v]);
   if constexpr (pair) _mm_storeu_pd(a + 4 * V, acc2);
@@ -36,20 +39,30 @@ void few_rows(const double* X, Index ld, Index cols, const double* z, double* a)
 }
 
 template <int... R>
-bool dispatch(Index rows, const double* X, Index ld, Index cols, const double* z, double* a,
-              std::integer_sequence<int, R...>) {
-  bool done = false;
-  ((rows == R + 1 ? (few_rows<R + 1>(X, ld, cols, z, a), done = true) : false), ...);
-  return done;
+bool dispatch(Index rows, const double* X, Index ld, Index segments, const Index* bounds, const double* const* zs,
+              double* a, std::integer_sequence<int, R...>) {
+  if (rows < 1 || rows > 16) return false;
+  ((rows == R + 1 ? (few_rows<R + 1>(X, ld, segments, bounds, zs, a), true) : false) || ...);
+  return true;
 }
 }  // namespace
 
 bool add_product_few_rows(const double* X, Index ld, Index rows, Index cols, const double* z, double* a) {
-  if (rows < 1 || rows > 16) return false;
-  return dispatch(rows, X, ld, cols, z, a, std::make_integer_sequence<int, 16>{});
+  const Index bounds[2] = {0, cols};
+  return dispatch(rows, X, ld, 1, bounds, &z, a, std::make_integer_sequence<int, 16>{});
+}
+
+bool add_product_few_rows_blocks(const double* X, Index ld, Index rows, const std::vector<Index>& offsets,
+                                 const std::vector<const double*>& blocks, double* a) {
+  return dispatch(rows, X, ld, static_cast<Index>(blocks.size()), offsets.data(), blocks.data(), a,
+                  std::make_integer_sequence<int, 16>{});
 }
 #else
 bool add_product_few_rows(const double*, Index, Index, Index, const double*, double*) { return false; }
+bool add_product_few_rows_blocks(const double*, Index, Index, const std::vector<Index>&,
+                                 const std::vector<const double*>&, double*) {
+  return false;
+}
 #endif
 
 }  // namespace stale

@@ -1,6 +1,8 @@
 #pragma once
 // The linear stages' forward product, shared by the single-point code (linear_model_cpu.cpp) and
 // the ensembles' column loop (linear_model_cpu_ensemble.cpp), so that both sum alike.
+#include <vector>
+
 #include "src/core/types.hpp"
 
 namespace stale {
@@ -11,6 +13,10 @@ namespace stale {
 // d = 512 is 128 such passes, each a dependent chain through memory). False, and nothing done,
 // where the shape or the build (no AVX2/FMA) does not fit.
 bool add_product_few_rows(const double* X, Index ld, Index rows, Index cols, const double* z, double* a);
+// the same with z given block by block: z's columns [offsets[i], offsets[i + 1]) start at
+// blocks[i] (a mixed point read in place from the version store, without gathering it)
+bool add_product_few_rows_blocks(const double* X, Index ld, Index rows, const std::vector<Index>& offsets,
+                                 const std::vector<const double*>& blocks, double* a);
 
 // A.col(p) += X Z.col(p) for P columns (Z and A column-major with leading dimensions ldz and
 // lda), every row of every column summed in ascending column order,

@@ -67,6 +67,14 @@ std::unique_ptr<IterateTracker> Objective::make_tracker(const Vec& w) const {
   return std::make_unique<RecomputingTracker>(*this, w);
 }
 
+void Objective::batch_block_grad_blocks(const std::vector<const double*>& blocks, int m, int s, VecRef g_s) const {
+  STALE_CHECK(static_cast<int>(blocks.size()) == blocks_.stages(), "one pointer per block");
+  thread_local Vec z;
+  z.resize(dim());
+  for (int i = 0; i < blocks_.stages(); ++i) blocks_.block(z, i) = Eigen::Map<const Vec>(blocks[i], blocks_.size(i));
+  batch_block_grad(z, m, s, g_s);
+}
+
 // ---- lockstep ensembles: the defaults call the single-point functions column by column
 
 void Objective::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {

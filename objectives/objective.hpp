@@ -98,6 +98,9 @@ class Objective {
   virtual double batch_value_grad(const Vec& z, int m, Vec& grad) const = 0;
   // ∇_{w^(s)} f_m(z), written into g_s (size of block s)
   virtual void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const = 0;
+  // the same at the point whose block i starts at blocks[i] (a mixed point read in place from
+  // the version store); the default gathers the blocks and calls batch_block_grad
+  virtual void batch_block_grad_blocks(const std::vector<const double*>& blocks, int m, int s, VecRef g_s) const;
 
   // ---- stage-wise pipeline (batch m); in/out are [batch_rows(m) × activation_width()]
   virtual void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,

@@ -108,17 +108,19 @@ class Rpd final : public Method {
     const bool follow = !order_.stages.empty();
     STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
     std::vector<int64_t> d(S);
-    Vec z(f.dim()), g(P.max_size()), wb, delta;
+    std::vector<const double*> z_at;
+    Vec g(P.max_size()), wb, delta;
     if (const StateBag* resume = obs.resume_state()) st.restore(*resume);
     else obs.on_start(w);
     for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
       delays_->delays(k, d);
-      st.store.gather(d, z);
-      const double stale_sq = stale_sq_distance(z.data(), st.store.current().data(), P, d);
+      // z_k read in place (valid until the commit below): no copy of the mixed point
+      st.store.locate(d, z_at);
+      const double stale_sq = stale_sq_distance(z_at, st.store.current().data(), P, d);
       const int s = follow ? order_.stages[k] : st.stages.next();
       const int m = follow ? order_.batches[k] : st.batches.next();
       auto gs = g.head(P.size(s));
-      f.batch_block_grad(z, m, s, gs);
+      f.batch_block_grad_blocks(z_at, m, s, gs);
       st.noise.add(gs);
       wb = P.block(st.store.current(), s);
       st.rules[s]->step(wb, gs, p_.lr_schedule.at(k), delta);

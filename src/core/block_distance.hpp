@@ -15,6 +15,9 @@ namespace stale {
 // order ((x0² + x2²) + (x1² + x3²)); any other partition takes the plain loop.
 // tests/core/test_block_distance.cpp checks both against the plain loop bit for bit.
 double stale_sq_distance(const double* z, const double* w, const BlockPartition& P, const std::vector<int64_t>& delays);
+// the same with z's block i starting at blocks[i] (read in place from the version store)
+double stale_sq_distance(const std::vector<const double*>& blocks, const double* w, const BlockPartition& P,
+                         const std::vector<int64_t>& delays);
 // the plain loop over Eigen segments: the reference
 double stale_sq_distance_reference(const double* z, const double* w, const BlockPartition& P,
                                    const std::vector<int64_t>& delays);

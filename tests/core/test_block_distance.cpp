@@ -1,7 +1,8 @@
 // src/core/block_distance.hpp: the stale distance of an RPD update. Exact equalities only: the
 // fast path of four-coordinate blocks and the reference against the loop rpd.cpp ran before
 // (Eigen segments of the mixed point and the iterate), for partitions with and without the
-// fast path, fresh blocks, and a non-finite value in a fresh block (which must not enter).
+// fast path, fresh blocks, and a non-finite value in a fresh block (which must not enter); z
+// contiguous and z block by block.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,10 +17,15 @@ using namespace stale;
 
 TEST_CASE("StaleDistanceSumsEachBlockAsEigenBitForBit") {
   Rng rng(5, Stream::Eval);
-  for (const auto& [dim, stages] : {std::pair<Index, int>{512, 128}, {16, 4}, {20, 5}, {24, 6}, {512, 8}, {513, 128}, {7, 3}}) {
+  std::vector<BlockPartition> partitions;
+  for (const auto& [dim, stages] : {std::pair<Index, int>{512, 128}, {16, 4}, {20, 5}, {24, 6}, {512, 8}, {513, 128}, {7, 3}})
+    partitions.emplace_back(dim, stages);
+  partitions.emplace_back(std::vector<Index>{0, 3, 8, 12, 16});  // d = 4 S, but not blocks of four
+  for (const BlockPartition& P : partitions) {
+    const Index dim = P.dim();
+    const int stages = P.stages();
     CAPTURE(dim);
     CAPTURE(stages);
-    const BlockPartition P(dim, stages);
     for (int trial = 0; trial < 50; ++trial) {
       Vec z(dim), w(dim);
       for (Index i = 0; i < dim; ++i) w(i) = rng.normal() * std::pow(10.0, static_cast<double>(rng.uniform_int(9)) - 4);
@@ -42,6 +48,11 @@ TEST_CASE("StaleDistanceSumsEachBlockAsEigenBitForBit") {
       REQUIRE(std::isfinite(loop));
       CHECK(stale_sq_distance(z.data(), w.data(), P, delays) == loop);
       CHECK(stale_sq_distance_reference(z.data(), w.data(), P, delays) == loop);
+      // z's blocks read in place, each in storage of its own (as from the version store)
+      std::vector<Vec> apart(static_cast<size_t>(stages));
+      std::vector<const double*> blocks;
+      for (int s = 0; s < stages; ++s) blocks.push_back((apart[static_cast<size_t>(s)] = P.block(z, s)).data());
+      CHECK(stale_sq_distance(blocks, w.data(), P, delays) == loop);
     }
   }
 }
