@@ -33,12 +33,16 @@ VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t 
   while ((int64_t{1} << bucket_shift_) < S) ++bucket_shift_;
   // bucket b is read while j ≥ k − bound can fall in it: at most (bound >> shift) + 2 at once
   buckets_ = pow2_at_least((bound >> bucket_shift_) + 2);
-  at_bucket_.assign(static_cast<size_t>(S * buckets_), 0);
+  at_bucket_.resize(static_cast<size_t>(S * buckets_));
+  note_bucket();  // bucket 0: every block's version 0
 }
 
 void VersionStore::note_bucket() {
   const int64_t b = (k_ >> bucket_shift_) & (buckets_ - 1);
-  for (size_t s = 0; s < rings_.size(); ++s) at_bucket_[s * static_cast<size_t>(buckets_) + static_cast<size_t>(b)] = rings_[s].newest;
+  const uint32_t end = static_cast<uint32_t>(k_ + (int64_t{1} << bucket_shift_));  // no read in the bucket reaches it
+  for (size_t s = 0; s < rings_.size(); ++s)
+    at_bucket_[s * static_cast<size_t>(buckets_) + static_cast<size_t>(b)] =
+        Entry{static_cast<uint32_t>(rings_[s].newest), {end, end, end}};
 }
 
 namespace {
@@ -47,25 +51,36 @@ namespace {
 }
 }  // namespace
 
-inline const double* VersionStore::find_from(const Ring& r, int64_t from, int64_t j) const {
-  int64_t v = std::max(r.oldest, from);
-  // Steps past the versions that became current by j, four at a time without a branch per
-  // version: their number is random (about one a bucket), and a loop's exit mispredicted on
-  // most reads. The live versions' iterates increase, so the ones current by j are a prefix
-  // and their count is the step.
-  for (;;) {
-    const int64_t live = r.newest - v;
-    const int64_t step = (live >= 1 && r.current_by(v + 1, j)) + (live >= 2 && r.current_by(v + 2, j)) +
-                         (live >= 3 && r.current_by(v + 3, j)) + (live >= 4 && r.current_by(v + 4, j));
-    v += step;
-    if (step < 4) break;
+inline const double* VersionStore::find(const Ring& r, const Entry& e, int64_t j) const {
+  const uint32_t j32 = static_cast<uint32_t>(j);
+  auto by_j = [&](uint32_t when) { return static_cast<int64_t>(static_cast<int32_t>(when - j32) <= 0); };
+  const int64_t first = r.newest - static_cast<uint32_t>(static_cast<uint32_t>(r.newest) - e.first);
+  const int64_t steps = by_j(e.when[0]) + by_j(e.when[1]) + by_j(e.when[2]);
+  int64_t v = first + steps;
+  if (steps == 3) {
+    // more than three versions may have become current in the bucket: the ring decides, from
+    // its oldest live version where the third has been dropped (the oldest is current at the
+    // window's start, so by j).
+    // Steps past the ones current by j four at a time without a branch per version (a loop's
+    // exit mispredicted on most reads); the live versions' iterates increase, so the ones
+    // current by j are a prefix and their count is the step.
+    v = std::max(v, r.oldest);
+    for (;;) {
+      const int64_t live = r.newest - v;
+      const int64_t step = (live >= 1 && r.current_by(v + 1, j)) + (live >= 2 && r.current_by(v + 2, j)) +
+                           (live >= 3 && r.current_by(v + 3, j)) + (live >= 4 && r.current_by(v + 4, j));
+      v += step;
+      if (step < 4) break;
+    }
   }
-  if (!r.current_by(v, j)) lost_version();
+  // the entry's answer needs no look at the ring's iterates; a version outside the live ones
+  // would mean the ring lost one a read can reach
+  if (v < r.oldest || v > r.newest) lost_version();
   return r.value(v);
 }
 
 const double* VersionStore::version_at(int block, int64_t j) const {
-  return find_from(rings_[block], *bucket_entry(block, j), j);
+  return find(rings_[block], *bucket_entry(block, j), j);
 }
 
 Eigen::Map<const Vec> VersionStore::read(int block, int64_t j) const {
@@ -77,25 +92,18 @@ void VersionStore::locate(const std::vector<int64_t>& delays, std::vector<const 
   const int S = blocks_.stages();
   const int64_t reach = std::min(bound_, k_);
   for (int s = 0; s < S; ++s) STALE_CHECK(delays[s] >= 0 && delays[s] <= reach, "read outside the window [k − bound, k]");
-  // Passes that each prefetch what the next one reads, so that the blocks' cache misses
-  // overlap instead of each read waiting for its own: bucket entries, then the iterates the
-  // search walks, then (once every version is found) the values.
-  thread_local std::vector<const int64_t*> entry;
+  // Two passes, so that the blocks' cache misses overlap instead of each read waiting for its
+  // own: the bucket entries (prefetched), then the search and a prefetch of the value found.
+  thread_local std::vector<const Entry*> entry;
   entry.resize(static_cast<size_t>(S));
   at.resize(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
-    if (delays[s] == 0) continue;
     entry[static_cast<size_t>(s)] = bucket_entry(s, k_ - delays[s]);
     __builtin_prefetch(entry[static_cast<size_t>(s)]);
   }
   for (int s = 0; s < S; ++s) {
-    if (delays[s] == 0) continue;
-    const Ring& r = rings_[s];
-    __builtin_prefetch(r.when.data() + r.at(std::max(r.oldest, *entry[static_cast<size_t>(s)])));
-  }
-  for (int s = 0; s < S; ++s) {
     const double* v = delays[s] == 0 ? w_.data() + blocks_.offset(s)
-                                     : find_from(rings_[s], *entry[static_cast<size_t>(s)], k_ - delays[s]);
+                                     : find(rings_[s], *entry[static_cast<size_t>(s)], k_ - delays[s]);
     // the first lines of the block (an ensemble's block holds every column's values; past
     // 512 bytes the hardware's own prefetcher follows the copy)
     const Index bytes = std::min<Index>(blocks_.size(s), 64) * static_cast<Index>(sizeof(double));
@@ -144,7 +152,19 @@ void VersionStore::commit(int block, ConstVecRef value) {
   }
   r.when[static_cast<size_t>(r.at(r.newest))] = static_cast<uint32_t>(k_);
   Eigen::Map<Vec>(r.value(r.newest), value.size()) = value;
-  if ((k_ & ((int64_t{1} << bucket_shift_) - 1)) == 0) note_bucket();
+  if ((k_ & ((int64_t{1} << bucket_shift_) - 1)) == 0) {
+    note_bucket();
+  } else {
+    // the block's entry in k_'s bucket: the first of its three free iterates (a fourth version
+    // in the bucket is left to the ring's iterates)
+    Entry& e = at_bucket_[static_cast<size_t>(block * buckets_ + ((k_ >> bucket_shift_) & (buckets_ - 1)))];
+    const uint32_t end = static_cast<uint32_t>((k_ | ((int64_t{1} << bucket_shift_) - 1)) + 1);
+    for (uint32_t& w : e.when)
+      if (w == end) {
+        w = static_cast<uint32_t>(k_);
+        break;
+      }
+  }
 }
 
 }  // namespace stale

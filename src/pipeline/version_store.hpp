@@ -9,17 +9,20 @@
 // of slots whose random reads missed every cache.
 //
 // Finding the version current at j: versions are numbered per block (0 = w_0's block); every
-// B iterates (B = S rounded up to a power of two) the store notes each block's newest number,
-// so a read starts at the version current at the start of j's bucket and steps forward past
-// the few (about B/S when blocks are drawn uniformly) that became current inside it. A binary
-// search over the ring (7 dependent loads at ~128 versions a block) was 38 % of an RPD run at
-// S = 128, δ = 16,320.
+// B iterates (B = S rounded up to a power of two) the store notes each block's newest number
+// in a bucket entry, and each commit inside the bucket appends the iterate at which its version
+// became current to the block's entry (up to three; about B/S versions, one, fall in a bucket
+// when blocks are drawn uniformly). A read at j counts the entry's iterates ≤ j: one 16-byte
+// entry, no walk through the ring, unless all three are ≤ j and the ring's own iterates decide
+// the rest. A binary search over the ring (7 dependent loads at ~128 versions a block) was 38 %
+// of an RPD run at S = 128, δ = 16,320; stepping through the ring's iterates from the bucket's
+// first version was still a third of it, and as much at δ = 200, where everything sits in L1:
+// instructions, not misses, which the entry's three compares cut.
 //
-// The iterates at which versions became current sit in their own array per block, apart from
-// the values: the search then walks 4-byte entries (all blocks' together ~64 KB at S = 128,
-// δ = 16,320, which stay in L2) and only the copy touches the values (~1.3 MB there, L3), one
-// miss per block that a gather overlaps with the others'. Iterates are stored as 32-bit
-// numbers and compared modulo 2^32, exact while the window is below 2^31 (the bound is).
+// The iterates at which versions became current also sit in their own array per block, apart
+// from the values (the commits' pruning and the rare long step read them). Iterates are
+// stored as 32-bit numbers and compared modulo 2^32, exact while the window is below 2^31 (the
+// bound is); an entry's version number likewise, rebuilt from the block's newest.
 #include <cstdint>
 #include <cstddef>
 #include <vector>
@@ -66,14 +69,20 @@ class VersionStore {
       return static_cast<int32_t>(when[static_cast<size_t>(at(v))] - static_cast<uint32_t>(j)) <= 0;
     }
   };
-  // block i's version current at iterate j, starting from `from` (a version at most that one)
-  const double* find_from(const Ring& r, int64_t from, int64_t j) const;
-  const int64_t* bucket_entry(int block, int64_t j) const {
+  // A block's bucket entry: the version current at the bucket's start (its low 32 bits) and
+  // the iterates at which the next three became current (the bucket's end where fewer did)
+  struct alignas(16) Entry {
+    uint32_t first;
+    uint32_t when[3];
+  };
+  // block i's version current at iterate j (j inside the window, e its bucket's entry)
+  const double* find(const Ring& r, const Entry& e, int64_t j) const;
+  const Entry* bucket_entry(int block, int64_t j) const {
     return &at_bucket_[static_cast<size_t>(block * buckets_ + ((j >> bucket_shift_) & (buckets_ - 1)))];
   }
   // the first value of block i's version current at iterate j (j inside the window)
   const double* version_at(int block, int64_t j) const;
-  void note_bucket();  // every block's newest version at iterate k_ (k_ a multiple of B)
+  void note_bucket();  // every block's entry opens at iterate k_ (k_ a multiple of B)
   BlockPartition blocks_;
   int64_t bound_;
   int64_t k_ = 0;
@@ -81,7 +90,7 @@ class VersionStore {
   std::vector<Ring> rings_;
   int bucket_shift_ = 0;           // B = 2^bucket_shift_
   int64_t buckets_ = 1;            // buckets kept per block (a power of two covering the window)
-  std::vector<int64_t> at_bucket_; // [block · buckets_ + bucket mod buckets_]: version current at its start
+  std::vector<Entry> at_bucket_;   // [block · buckets_ + bucket mod buckets_]
 };
 
 }  // namespace stale
