@@ -20,7 +20,7 @@ class BlockPartition {
   Index dim() const { return offsets_.back(); }
   Index offset(int s) const { return offsets_[s]; }
   Index size(int s) const { return offsets_[s + 1] - offsets_[s]; }
-  Index max_size() const;
+  Index max_size() const { return max_size_; }
   const std::vector<Index>& offsets() const { return offsets_; }
 
   auto block(Vec& w, int s) const { return w.segment(offset(s), size(s)); }
@@ -28,6 +28,7 @@ class BlockPartition {
 
  private:
   std::vector<Index> offsets_{0};
+  Index max_size_ = 0;  // kept: an RPD update asks for it (block_distance)
 };
 
 }  // namespace stale
