@@ -13,6 +13,10 @@ namespace stale {
 // d = 512 is 128 such passes, each a dependent chain through memory). False, and nothing done,
 // where the shape or the build (no AVX2/FMA) does not fit.
 bool add_product_few_rows(const double* X, Index ld, Index rows, Index cols, const double* z, double* a);
+// the same for P columns (Z and A column-major with leading dimensions ldz and lda), each
+// column summed exactly as alone, a few columns at a time so that their chains overlap
+bool add_products_few_rows(const double* X, Index ld, Index rows, Index cols, const double* Z, Index ldz, double* A,
+                           Index lda, Index P);
 // the same with z given block by block: z's columns [offsets[i], offsets[i + 1]) start at
 // blocks[i] (a mixed point read in place from the version store, without gathering it)
 bool add_product_few_rows_blocks(const double* X, Index ld, Index rows, const std::vector<Index>& offsets,
@@ -62,7 +66,9 @@ void add_products_in_column_order_loop(const Block& X, const double* Z, Index ld
 template <class Block>
 void add_products_in_column_order(const Block& X, const double* Z, Index ldz, double* __restrict A, Index lda,
                                   Index P) {
-  if (P == 1 && add_product_few_rows(X.data(), X.outerStride(), X.rows(), X.cols(), Z, A)) return;
+  if (P == 1 ? add_product_few_rows(X.data(), X.outerStride(), X.rows(), X.cols(), Z, A)
+             : add_products_few_rows(X.data(), X.outerStride(), X.rows(), X.cols(), Z, ldz, A, lda, P))
+    return;
   add_products_in_column_order_loop(X, Z, ldz, A, lda, P);
 }
 

@@ -177,7 +177,7 @@ class Rpd final : public Method {
     const bool follow = !order_.stages.empty();
     STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
     std::vector<int64_t> d(S);
-    std::vector<const double*> then_at;
+    std::vector<const double*> then_at, column_at;
     std::vector<int> active;
     for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
     Mat Z, G;
@@ -194,20 +194,17 @@ class Rpd final : public Method {
       Z.resize(f.dim(), n);
       std::vector<double> stale_sq(active.size(), 0.0);
       store.locate(d, then_at);
-      // the mixed point of every column (VersionStore::gather, Pc columns at a time)
-      for (int i = 0; i < S; ++i) {
-        const Index off = P.offset(i), di = P.size(i);
-        const auto now = wide.block(store.current(), i);
-        if (d[i] == 0) {
-          for (Index a = 0; a < n; ++a) Z.col(a).segment(off, di) = column_of(now, i, active[a]);
-          continue;
+      // the mixed point of every column (VersionStore::gather, Pc columns at a time) and its
+      // stale distance, summed as the run alone sums it (block_distance on the column's blocks)
+      for (Index a = 0; a < n; ++a) {
+        const Index p = active[a];
+        column_at.resize(static_cast<size_t>(S));
+        for (int i = 0; i < S; ++i) {
+          const double* at = then_at[static_cast<size_t>(i)] + p * P.size(i);
+          column_at[static_cast<size_t>(i)] = at;
+          Z.col(a).segment(P.offset(i), P.size(i)) = Eigen::Map<const Vec>(at, P.size(i));
         }
-        const Eigen::Map<const Vec> then(then_at[static_cast<size_t>(i)], wide.size(i));
-        for (Index a = 0; a < n; ++a) {
-          auto zi = Z.col(a).segment(off, di);
-          zi = column_of(then, i, active[a]);
-          stale_sq[a] += (zi - column_of(now, i, active[a])).squaredNorm();
-        }
+        stale_sq[a] = stale_sq_distance(column_at, current[p].data(), P, d);
       }
       const int s = follow ? order_.stages[k] : stages.next();
       const int m = follow ? order_.batches[k] : batches.next();

@@ -17,9 +17,9 @@ using namespace stale;
 
 TEST_CASE("StageProductOfPColumnsEqualsEachColumnAloneBitForBit") {
   Rng rng(11, Stream::Eval);
-  for (Index rows : {1, 3, 4, 7, 10, 17}) {
+  for (Index rows : {1, 2, 3, 4, 5, 7, 10, 13, 16, 17}) {
     for (Index cols : {1, 3, 4, 5, 8, 13, 64}) {
-      for (Index P : {1, 2, 5, 9}) {
+      for (Index P : {1, 2, 3, 4, 5, 9}) {
         CAPTURE(rows);
         CAPTURE(cols);
         CAPTURE(P);
@@ -30,8 +30,11 @@ TEST_CASE("StageProductOfPColumnsEqualsEachColumnAloneBitForBit") {
         Mat Z(cols, P), A0(rows, P);
         for (Index i = 0; i < Z.size(); ++i) Z.data()[i] = rng.normal();
         for (Index i = 0; i < A0.size(); ++i) A0.data()[i] = rng.normal();
-        Mat A = A0;
+        Mat A = A0, L = A0;
         add_products_in_column_order(X, Z.data(), Z.rows(), A.data(), A.rows(), P);
+        // the few-rows kernels (rows ≤ 16 with AVX2/FMA) against the general loop
+        add_products_in_column_order_loop(X, Z.data(), Z.rows(), L.data(), L.rows(), P);
+        CHECK(std::memcmp(A.data(), L.data(), sizeof(double) * static_cast<size_t>(A.size())) == 0);
         for (Index p = 0; p < P; ++p) {
           const double* z = Z.col(p).data();
           Vec alone = A0.col(p);
