@@ -100,7 +100,6 @@ PlanOptions PlanOptions::from_config(const Config& cfg, const std::string& sched
   else if (cfg.get_int("method.chunks") != 0) config_error("method.chunks", "applies only to method.name = \"interleaved\"");
   if (o.params.chunks == 0 && info.chunked) o.params.chunks = 2;
   o.costs = cost_model_from_config(cfg);
-  for (const auto& c : cost_settings(cfg)) o.costs_key += c + ";";
   o.updates = cfg.get_int("method.updates");
   o.time_budget = cfg.get_float("method.time_budget");
   o.coupling = parse_coupling(cfg.get_string("costs.coupling"));
@@ -201,7 +200,7 @@ PlannedSchedule planned_schedule(const PlanOptions& opt, const SimOptions& so) {
   // everything plan_schedule and simulate read
   std::ostringstream key;
   key << opt.schedule << '|' << opt.params.stages << ',' << opt.params.microbatches << ',' << opt.params.accumulation << ','
-      << opt.params.replicas << ',' << opt.params.local_steps << ',' << opt.params.chunks << '|' << opt.costs_key << '|'
+      << opt.params.replicas << ',' << opt.params.local_steps << ',' << opt.params.chunks << '|' << opt.costs.describe() << '|'
       << opt.updates << '|';
   key.precision(17);
   key << opt.time_budget << '|' << so.timeline << so.reads << so.updates << so.delay_table << so.delay_stats

@@ -23,8 +23,7 @@ namespace stale {
 struct PlanOptions {
   std::string schedule = "pipedream";
   ScheduleParams params;        // stages = devices; microbatches resolved by plan_schedule
-  CostModel costs;
-  std::string costs_key;        // the [costs] settings as text: identifies `costs` in the plan cache
+  CostModel costs;              // planned_schedule's cache tells plans apart by costs.describe()
   int64_t updates = 0;          // K = method.updates
   double time_budget = 0;       // > 0: run every micro-batch whose timeline fits
   // op durations that depend on the run's state (costs.coupling, costs.coupling_scale): the

@@ -34,7 +34,6 @@ TEST_CASE("TimeBudgetSearchFindsTheLargestFittingMicrobatchCount") {
     opt.schedule = c.schedule;
     opt.params.stages = c.stages;
     if (c.jitter > 0) opt.costs.set("jitter", std::to_string(c.jitter));
-    opt.costs_key = "jitter=" + std::to_string(c.jitter);  // planned_schedule's cache tells plans apart by it
     opt.time_budget = c.budget;
     const Schedule planned = plan_schedule(opt);
     // flushing schedules grow by whole mini-batches of `accumulation` micro-batches
