@@ -7,7 +7,8 @@
 //     w_{k+1}^(s_k) = w_k^(s_k) − γ (∇_{w^(s_k)} f_{m_k}(z_k) + ξ_k);  other blocks unchanged
 //
 // The gradient is evaluated at z_k, the update applied to the current w_k. Old block values
-// come from the VersionStore, which keeps only the δ + 1 versions per block a read can reach.
+// come from the VersionStore, which keeps only the δ + 1 versions per block a read can reach;
+// z_k is read there in place (located blocks handed to the objective), never copied.
 // With delay.name = "schedule" and delay.follow_order, s_k and m_k are the schedule's own
 // (RpdOrder): RPD then replays PipeDream exactly, which the tests check bit for bit.
 #include <algorithm>
@@ -196,9 +197,9 @@ class Rpd final : public Method {
       store.locate(d, then_at);
       // the mixed point of every column (VersionStore::gather, Pc columns at a time) and its
       // stale distance, summed as the run alone sums it (block_distance on the column's blocks)
+      column_at.resize(static_cast<size_t>(S));
       for (Index a = 0; a < n; ++a) {
         const Index p = active[a];
-        column_at.resize(static_cast<size_t>(S));
         for (int i = 0; i < S; ++i) {
           const double* at = then_at[static_cast<size_t>(i)] + p * P.size(i);
           column_at[static_cast<size_t>(i)] = at;
