@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/delay_row.hpp"
 #include "src/core/state_bag.hpp"
 #include "src/core/types.hpp"
 #include "src/io/metrics_schema.hpp"
@@ -36,10 +37,7 @@ struct DelaySummary {
   int64_t updates = 0;
   explicit DelaySummary(int64_t stages = 0) : max(static_cast<size_t>(stages), 0), sum(static_cast<size_t>(stages), 0.0) {}
   void add(const std::vector<int64_t>& delays) {  // one per block
-    for (size_t s = 0; s < max.size(); ++s) {
-      max[s] = std::max(max[s], delays[s]);
-      sum[s] += static_cast<double>(delays[s]);
-    }
+    add_delay_row(delays.data(), max.size(), sum.data(), nullptr, max.data(), 0);
     ++updates;
   }
   std::vector<double> mean() const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/core/delay_row.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -15,13 +16,7 @@ DelayMoments::DelayMoments(int64_t w, int nblocks) : window(w), blocks(nblocks) 
 
 void DelayMoments::add(const std::vector<int64_t>& row) {
   STALE_CHECK(static_cast<int>(row.size()) == blocks, "a delay row has one entry per block");
-  for (int j = 0; j < blocks; ++j) {
-    const double d = static_cast<double>(row[j]);
-    sum_[j] += d;
-    sum_sq_[j] += d * d;  // exact: delays are integers far below 2^26
-    max_[j] = std::max(max_[j], row[j]);
-    running_max_ = std::max(running_max_, row[j]);
-  }
+  running_max_ = add_delay_row(row.data(), row.size(), sum_.data(), sum_sq_.data(), max_.data(), running_max_);
   ++k_;
   if (++in_window_ == window) flush();
 }
