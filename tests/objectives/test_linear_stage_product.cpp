@@ -57,7 +57,7 @@ TEST_CASE("StageProductOfPColumnsEqualsEachColumnAloneBitForBit") {
   }
 }
 
-// A one-column product of at most 16 rows keeps its rows in registers (add_product_few_rows);
+// A one-column product of at most 16 rows keeps its rows in registers (add_products_few_rows);
 // it must give the bits of the general loop for every row count, column count and stride. On a
 // build without AVX2/FMA the fast path declines and the check is the loop against itself.
 TEST_CASE("FewRowsProductEqualsTheGeneralLoopBitForBit") {
