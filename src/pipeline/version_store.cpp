@@ -38,11 +38,9 @@ VersionStore::VersionStore(const BlockPartition& blocks, const Vec& w0, int64_t 
 }
 
 void VersionStore::note_bucket() {
-  const int64_t b = (k_ >> bucket_shift_) & (buckets_ - 1);
-  const uint32_t end = static_cast<uint32_t>(k_ + (int64_t{1} << bucket_shift_));  // no read in the bucket reaches it
-  for (size_t s = 0; s < rings_.size(); ++s)
-    at_bucket_[s * static_cast<size_t>(buckets_) + static_cast<size_t>(b)] =
-        Entry{static_cast<uint32_t>(rings_[s].newest), {end, end, end}};
+  const uint32_t end = bucket_end(k_);
+  for (int s = 0; s < static_cast<int>(rings_.size()); ++s)
+    at_bucket_[bucket_index(s, k_)] = Entry{static_cast<uint32_t>(rings_[s].newest), {end, end, end}};
 }
 
 namespace {
@@ -52,10 +50,8 @@ namespace {
 }  // namespace
 
 inline const double* VersionStore::find(const Ring& r, const Entry& e, int64_t j) const {
-  const uint32_t j32 = static_cast<uint32_t>(j);
-  auto by_j = [&](uint32_t when) { return static_cast<int64_t>(static_cast<int32_t>(when - j32) <= 0); };
   const int64_t first = r.newest - static_cast<uint32_t>(static_cast<uint32_t>(r.newest) - e.first);
-  const int64_t steps = by_j(e.when[0]) + by_j(e.when[1]) + by_j(e.when[2]);
+  const int64_t steps = int64_t{reached(e.when[0], j)} + reached(e.when[1], j) + reached(e.when[2], j);
   int64_t v = first + steps;
   if (steps == 3) {
     // more than three versions may have become current in the bucket: the ring decides, from
@@ -112,16 +108,6 @@ void VersionStore::locate(const std::vector<int64_t>& delays, std::vector<const 
   }
 }
 
-void VersionStore::gather(const std::vector<int64_t>& delays, Vec& z) const {
-  thread_local std::vector<const double*> from;
-  locate(delays, from);
-  z.resize(w_.size());
-  for (int s = 0; s < blocks_.stages(); ++s) {
-    const Index off = blocks_.offset(s), ds = blocks_.size(s);
-    z.segment(off, ds) = Eigen::Map<const Vec>(from[static_cast<size_t>(s)], ds);  // inlined: a memmove call per block cost more than its copy
-  }
-}
-
 void VersionStore::commit(int block, ConstVecRef value) {
   ++k_;
   blocks_.block(w_, block) = value;
@@ -157,8 +143,8 @@ void VersionStore::commit(int block, ConstVecRef value) {
   } else {
     // the block's entry in k_'s bucket: the first of its three free iterates (a fourth version
     // in the bucket is left to the ring's iterates)
-    Entry& e = at_bucket_[static_cast<size_t>(block * buckets_ + ((k_ >> bucket_shift_) & (buckets_ - 1)))];
-    const uint32_t end = static_cast<uint32_t>((k_ | ((int64_t{1} << bucket_shift_) - 1)) + 1);
+    Entry& e = at_bucket_[bucket_index(block, k_)];
+    const uint32_t end = bucket_end(k_);
     for (uint32_t& w : e.when)
       if (w == end) {
         w = static_cast<uint32_t>(k_);

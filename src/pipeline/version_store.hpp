@@ -46,8 +46,6 @@ class VersionStore {
   // at[i] = the first value of block i as it was in w_{k − delays[i]}, for every block at once
   // (the blocks' cache misses overlap), valid until the next commit
   void locate(const std::vector<int64_t>& delays, std::vector<const double*>& at) const;
-  // z with z^(i) = block i of w_{k − delays[i]}: the mixed point of docs/theory.md §1
-  void gather(const std::vector<int64_t>& delays, Vec& z) const;
   // w_{k+1} = w_k with block i replaced; k ← k + 1
   void commit(int block, ConstVecRef value);
   int versions_held(int block) const { return static_cast<int>(rings_[block].newest - rings_[block].oldest + 1); }
@@ -65,9 +63,7 @@ class VersionStore {
     double* value(int64_t v) { return values.data() + at(v) * size; }
     const double* value(int64_t v) const { return values.data() + at(v) * size; }
     // version v was current at iterate j or before (both inside a window below 2^31)
-    bool current_by(int64_t v, int64_t j) const {
-      return static_cast<int32_t>(when[static_cast<size_t>(at(v))] - static_cast<uint32_t>(j)) <= 0;
-    }
+    bool current_by(int64_t v, int64_t j) const { return reached(when[static_cast<size_t>(at(v))], j); }
   };
   // A block's bucket entry: the version current at the bucket's start (its low 32 bits) and
   // the iterates at which the next three became current (the bucket's end where fewer did)
@@ -77,8 +73,15 @@ class VersionStore {
   };
   // block i's version current at iterate j (j inside the window, e its bucket's entry)
   const double* find(const Ring& r, const Entry& e, int64_t j) const;
-  const Entry* bucket_entry(int block, int64_t j) const {
-    return &at_bucket_[static_cast<size_t>(block * buckets_ + ((j >> bucket_shift_) & (buckets_ - 1)))];
+  // an iterate stored as 32 bits, `when`, is at most j (both inside a window below 2^31)
+  static bool reached(uint32_t when, int64_t j) { return static_cast<int32_t>(when - static_cast<uint32_t>(j)) <= 0; }
+  size_t bucket_index(int block, int64_t j) const {
+    return static_cast<size_t>(block * buckets_ + ((j >> bucket_shift_) & (buckets_ - 1)));
+  }
+  const Entry* bucket_entry(int block, int64_t j) const { return &at_bucket_[bucket_index(block, j)]; }
+  // the first iterate past j's bucket: an entry's "no version" (no read in the bucket reaches it)
+  uint32_t bucket_end(int64_t j) const {
+    return static_cast<uint32_t>((j | ((int64_t{1} << bucket_shift_) - 1)) + 1);
   }
   // the first value of block i's version current at iterate j (j inside the window)
   const double* version_at(int block, int64_t j) const;

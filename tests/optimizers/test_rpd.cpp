@@ -96,7 +96,7 @@ TEST_CASE("VersionStoreHoldsAtMostBoundPlusOneVersionsAndReadsHistory") {
   }
 }
 
-TEST_CASE("VersionStoreGatherEqualsBlockReadsWhenOneBlockIsUpdatedMostly") {
+TEST_CASE("VersionStoreLocateEqualsBlockReadsWhenOneBlockIsUpdatedMostly") {
   // one block updated nine times in ten: dozens of its versions fall in one bucket of the
   // store's index, so a read goes past the three a bucket entry holds and steps through the
   // ring, past more than the four a search step looks at; and blocks drawn uniformly (RPD's
@@ -110,7 +110,7 @@ TEST_CASE("VersionStoreGatherEqualsBlockReadsWhenOneBlockIsUpdatedMostly") {
     std::vector<Vec> history = {store.current()};
     Rng rng(7 + bound, Stream::Eval);
     std::vector<int64_t> delays(16);
-    Vec z;
+    std::vector<const double*> at;
     for (int k = 0; k < 900; ++k) {
       const int s = rng.uniform() < mostly ? 3 : static_cast<int>(rng.uniform_int(16));
       Vec v(P.size(s));
@@ -119,9 +119,9 @@ TEST_CASE("VersionStoreGatherEqualsBlockReadsWhenOneBlockIsUpdatedMostly") {
       history.push_back(store.current());
       const int64_t kk = store.updates(), reach = std::min<int64_t>(bound, kk);
       for (auto& d : delays) d = static_cast<int64_t>(rng.uniform_int(static_cast<uint64_t>(reach + 1)));
-      store.gather(delays, z);
+      store.locate(delays, at);
       for (int b = 0; b < 16; ++b) {
-        REQUIRE(P.block(z, b) == P.block(history[kk - delays[b]], b));
+        REQUIRE(Eigen::Map<const Vec>(at[b], P.size(b)) == P.block(history[kk - delays[b]], b));
         REQUIRE(store.read(b, kk - delays[b]) == P.block(history[kk - delays[b]], b));
       }
     }
