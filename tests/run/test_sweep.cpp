@@ -145,7 +145,11 @@ TEST_CASE("JobsOneAndJobsTwoGiveIdenticalIndexRows") {
 }
 
 TEST_CASE("KilledSweepResumesToTheSameResults") {
-  const std::string body = "[grid]\n\"method.lr\" = [0.002, 0.004, 0.006, 0.008]\nseed = [0, 1, 2]\n";
+  // Runs long enough that the kill lands mid-way: the twelve runs go as three ensembles of
+  // four, whose files appear four at a time, and at the base's 1500 updates the whole sweep
+  // took ~50 ms — a poller that a busy machine held back for ~15 ms saw all twelve done.
+  const std::string body =
+      "[set]\n\"method.updates\" = 60000\n[grid]\n\"method.lr\" = [0.002, 0.004, 0.006, 0.008]\nseed = [0, 1, 2]\n";
   const auto ref = make_sweep("resume-ref", body), cut = make_sweep("resume-cut", body);
   std::string out;
   REQUIRE(test::run_command(test::stale_bin() + " sweep " + (ref / "sweep.toml").string() +
