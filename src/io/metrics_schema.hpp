@@ -33,6 +33,12 @@ struct RunSummary {
          wall = NAN, time_to_eps_k = NAN, time_to_eps = NAN;
 };
 
+// A logged row whose f − f_* fell below every earlier row's: for any ε, the first row with
+// f − f_* ≤ ε is one of these (a sweep index's time_to_eps from a run kept in memory)
+struct SuboptLow {
+  double k, time, subopt;
+};
+
 enum class ColumnType { Int64, Float64 };
 // numpy's name of the type ("int64", "float64"): what h5py reports as a dataset's dtype
 const char* dtype_name(ColumnType t);

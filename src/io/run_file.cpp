@@ -25,6 +25,8 @@ std::string now_iso() {
   return buf;
 }
 constexpr hsize_t kChunk = 1024;
+// what the series buffers may hold before a run must stream (RunFile::chunk_full)
+constexpr size_t kHeaderBufferBytes = size_t{64} << 20;
 hid_t h5_type(ColumnType t) { return t == ColumnType::Int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE; }
 }  // namespace
 
@@ -220,7 +222,6 @@ void RunFile::flush_now() {
 // writes its file once — the close, reopen and copy of streaming were most of a short run's
 // file cost (a 3200-update E1 run in a sweep: ~13 ms of HDF5 per run, measured with perf).
 void RunFile::chunk_full() {
-  constexpr size_t kHeaderBufferBytes = size_t{64} << 20;
   auto& I = *impl_;
   if (I.phase == Impl::Phase::Header && !flush_due() && I.buffered_bytes() < kHeaderBufferBytes) return;
   start_streaming();
@@ -279,6 +280,21 @@ void RunFile::write_data_record(const std::string& path, int64_t bytes, const st
 void RunFile::append_metrics(const MetricsRow& row) {
   impl_->rows.push_back(row);
   if (impl_->rows.size() % kChunk == 0) chunk_full();
+}
+
+// Reserving touches no memory: pages are mapped as rows arrive. Only what the header phase may
+// hold is reserved (a streaming run writes its rows out in chunks).
+void RunFile::expect_rows(int64_t metric_rows, int64_t iterate_rows, int64_t delay_rows) {
+  auto& I = *impl_;
+  if (I.phase != Impl::Phase::Header) return;
+  const auto fit = [](int64_t rows, int64_t row_bytes) {
+    return static_cast<size_t>(std::clamp<int64_t>(rows, 0, static_cast<int64_t>(kHeaderBufferBytes) / std::max<int64_t>(1, row_bytes)));
+  };
+  I.rows.reserve(fit(metric_rows, sizeof(MetricsRow)));
+  I.it_buf.reserve(fit(iterate_rows, I.dim * static_cast<int64_t>(sizeof(double))) * static_cast<size_t>(I.dim));
+  I.itk_buf.reserve(fit(iterate_rows, I.dim * static_cast<int64_t>(sizeof(double))));
+  if (I.keep_table)
+    I.delay_buf.reserve(fit(delay_rows, I.stages * static_cast<int64_t>(sizeof(int64_t))) * static_cast<size_t>(I.stages));
 }
 
 void RunFile::append_iterate(int64_t k, const Vec& w) {

@@ -61,6 +61,7 @@ class RunFile final : public RunLog {
                        double mu, double f_star, int64_t batches, const std::string& description) override;
   void write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) override;
   void append_metrics(const MetricsRow& row) override;
+  void expect_rows(int64_t metric_rows, int64_t iterate_rows, int64_t delay_rows) override;
   void append_iterate(int64_t k, const Vec& w) override;
   void append_delays(const std::vector<int64_t>& delays) override;
   bool flush_due() const override;

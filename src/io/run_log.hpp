@@ -62,6 +62,10 @@ class RunLog {
   virtual void write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) = 0;
 
   // the series, as the run goes
+  // at most how many rows each series will get (before append_*): a log that buffers sizes its
+  // buffers once instead of growing them (a growing iterate buffer was a third of an E1
+  // ensemble's page faults, its copies included)
+  virtual void expect_rows(int64_t /*metric_rows*/, int64_t /*iterate_rows*/, int64_t /*delay_rows*/) {}
   virtual void append_metrics(const MetricsRow& row) = 0;
   virtual void append_iterate(int64_t k, const Vec& w) = 0;
   // delays of one update (one per block); kept as a K × S table, or summarised when too big

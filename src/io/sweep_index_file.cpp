@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <map>
+#include <string_view>
+#include <variant>
 
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
@@ -44,6 +46,27 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
   } catch (const UserError&) {
     row.status = "unreadable";
   }
+  return row;
+}
+
+RunSummary run_summary_of(const std::string& status, double wall, const MetricsRow& last,
+                          const std::vector<SuboptLow>& lows, double epsilon) {
+  RunSummary row;
+  row.status = status;
+  row.wall = wall;
+  for (const auto& c : index_columns()) {
+    if (!c.metric) continue;
+    for (const auto& m : metric_columns())
+      if (std::string_view(m.name) == c.metric)
+        row.*c.member = std::visit([&](auto member) { return static_cast<double>(last.*member); }, m.member);
+  }
+  if (epsilon > 0)
+    for (const auto& low : lows)
+      if (low.subopt <= epsilon) {
+        row.time_to_eps_k = low.k;
+        row.time_to_eps = low.time;
+        break;
+      }
   return row;
 }
 

@@ -2,6 +2,7 @@
 
 #include "src/io/metrics_schema.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -26,6 +27,12 @@ void MetricsObserver::on_start(const Vec& w0) {
   delta0_ = current_loss_ - f_star_;
   start_value_ = std::isfinite(f_star_) ? delta0_ : current_loss_;
   k_ = 0;
+  if (log_ && opt_.updates > 0) {
+    // row 0, one a cadence, the last; an iterate every stride-th row and the last
+    const int64_t rows = opt_.updates / std::max<int64_t>(1, opt_.every) + 2;
+    const int64_t stride = std::max<int64_t>(1, opt_.iterates_every / std::max<int64_t>(1, opt_.every));
+    log_->expect_rows(rows, opt_.iterates_every > 0 ? rows / stride + 2 : 0, opt_.updates);
+  }
   UpdateEvent e0;
   record(e0, w0);
   last_w_ = &w0;
@@ -188,6 +195,8 @@ void MetricsObserver::record(const UpdateEvent& e, const Vec& w) {
   last_ = make_row(e);
   last_.val_loss = f_.validation_loss(w);
   last_logged_ = k_;
+  if (lows_.empty() ? last_.subopt == last_.subopt : last_.subopt < lows_.back().subopt)  // NaN: never a low
+    lows_.push_back({static_cast<double>(last_.k), last_.time, last_.subopt});
   if (log_) {
     log_->append_metrics(last_);
     if (opt_.iterates_every > 0 && (logged_rows_ % std::max<int64_t>(1, opt_.iterates_every / opt_.every) == 0 ||

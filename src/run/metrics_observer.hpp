@@ -59,6 +59,9 @@ class MetricsObserver final : public RunObserver {
   // why the run was declared diverged (empty when it was not)
   const std::string& divergence_reason() const { return reason_; }
   const MetricsRow& last() const { return last_; }
+  // the logged rows whose f − f_* fell below every earlier one's (since the start or the resume)
+  const std::vector<SuboptLow>& subopt_lows() const { return lows_; }
+  bool resumed() const { return resumed_; }
   double delta0() const { return delta0_; }
   double G() const { return G_; }
   double grad_norm_sq_mean() const { return k_ > 0 ? grad_sq_sum_ / static_cast<double>(k_) : current_gns_; }
@@ -87,6 +90,7 @@ class MetricsObserver final : public RunObserver {
   bool current_fresh_ = true;
   bool prepared_ = false;  // prepare_update already passed the change to the tracker
   MetricsRow last_;
+  std::vector<SuboptLow> lows_;
   UpdateEvent last_event_;
   std::chrono::steady_clock::time_point t0_;
   // checkpoint and resume

@@ -135,6 +135,8 @@ void RunSession::take_results(const Vec& w) {
   res_.G = obs_->G();
   res_.updates = obs_->updates_done();
   res_.final_w = w;
+  res_.subopt_lows = obs_->subopt_lows();
+  res_.resumed = obs_->resumed();
   res_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 

@@ -23,6 +23,8 @@ struct RunResult {
   double wall_seconds = 0;
   int64_t updates = 0;
   Vec final_w;  // the last iterate (equal, bit for bit, to the file's last /iterates row)
+  std::vector<SuboptLow> subopt_lows;  // the logged rows' new lows of f − f_* (MetricsObserver)
+  bool resumed = false;                // continued from a checkpoint: subopt_lows start there
 };
 
 // out_path empty → log.out, else runs/<config stem>.h5

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "src/config/config.hpp"
+#include "src/io/metrics_schema.hpp"
 
 namespace stale {
 
@@ -84,6 +85,9 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& options);
 // writes `text` to PATH.partial.<pid> and renames it: a reader never sees half a file
 void write_text_file(const std::string& path, const std::string& text);
 // writes DIR/index.csv and DIR/index.h5 from whatever run files exist
-void write_sweep_index(const Sweep& sweep, const std::string& out_dir);
+// `finished`: summaries of runs that finished in this process, by run hash (run_summary_of);
+// every other run's row is read from its file
+void write_sweep_index(const Sweep& sweep, const std::string& out_dir,
+                       const std::map<std::string, RunSummary>& finished = {});
 
 }  // namespace stale

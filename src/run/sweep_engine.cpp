@@ -20,6 +20,7 @@
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
+#include "src/io/sweep_index_file.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/run/interrupt.hpp"
@@ -172,6 +173,16 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   // work items: whole ensembles (formed over the whole grid, so that a run's arithmetic does
   // not depend on shards or on what a resume skips), each in the shard of its first run
   const int ensemble = opt.isolate ? 1 : opt.ensemble;
+  // the index rows of the runs that finish here, from memory (a file is read back only for a
+  // run done elsewhere: another shard, an earlier invocation, a child process, a resume)
+  std::map<std::string, RunSummary> finished_here;
+  std::mutex finished_mutex;
+  auto keep_summary = [&](const std::string& hash, const RunResult& res) {
+    if (res.resumed || (res.status != "ok" && res.status != "diverged")) return;
+    const RunSummary row = run_summary_of(res.status, res.wall_seconds, res.last, res.subopt_lows, sweep.epsilon);
+    std::lock_guard<std::mutex> lock(finished_mutex);
+    finished_here[hash] = row;
+  };
   std::vector<std::vector<const SweepRun*>> items;
   std::vector<const SweepRun*> todo;
   for (const auto& group : ensemble_groups(sweep, ensemble)) {
@@ -266,6 +277,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
               // a run killed or interrupted earlier continues from its checkpoint (checkpoint.hpp)
               const RunResult res = run_or_resume(r.config, (dir / "runs" / (r.hash + ".h5")).string(), ro);
               text = run_summary_line(res) + "\n";
+              keep_summary(r.hash, res);
               ok = true;
             } catch (const UserError& e) {
               text = std::string("error: ") + e.what() + "\n";
@@ -298,6 +310,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
                 texts[c] = "error: " + results[c].error + "\n";
               } else {
                 texts[c] = run_summary_line(results[c].result) + "\n";
+                if (wanted[c]) keep_summary(item[c]->hash, results[c].result);
                 oks[c] = true;
               }
             }
@@ -325,7 +338,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     if (opt.progress && tty) std::fprintf(stderr, "\n");
   }
   fs::create_directories(dir);
-  write_sweep_index(sweep, dir.string());
+  write_sweep_index(sweep, dir.string(), finished_here);
   sum.index_csv = (dir / "index.csv").string();
   return sum;
 }

@@ -49,7 +49,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   fs::rename(tmp, path);
 }
 
-void write_sweep_index(const Sweep& sweep, const std::string& out_dir) {
+void write_sweep_index(const Sweep& sweep, const std::string& out_dir, const std::map<std::string, RunSummary>& finished) {
   const fs::path dir(out_dir);
   IndexTable t;
   t.sweep = sweep.path;
@@ -59,7 +59,8 @@ void write_sweep_index(const Sweep& sweep, const std::string& out_dir) {
   for (const auto& r : sweep.runs) {
     const fs::path file = dir / "runs" / (r.hash + ".h5");
     RunSummary row;
-    if (fs::exists(file)) row = read_run_summary(file.string(), sweep.epsilon);
+    if (const auto it = finished.find(r.hash); it != finished.end()) row = it->second;
+    else if (fs::exists(file)) row = read_run_summary(file.string(), sweep.epsilon);
     else if (fs::exists(dir / "logs" / (r.hash + ".log")) && !fs::exists(file.string() + ".partial"))
       row.status = "failed";
     rows.push_back(row);

@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "src/io/h5.hpp"
 #include "src/run/sweep.hpp"
@@ -24,6 +27,13 @@ fs::path make_sweep(const std::string& name, const std::string& base, const std:
   test::write_file(dir / "base.toml", base);
   test::write_file(dir / "sweep.toml", "base = \"base.toml\"\n" + body);
   return dir;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 const char* kSeries[] = {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "stale_dist", "stage",
@@ -93,6 +103,40 @@ TEST_CASE("ADivergingRunInAnInProcessSweepIsRecordedAndTheOthersFinish") {
   }
   CHECK(ok == 2);
   CHECK(diverged == 1);
+}
+
+TEST_CASE("TheIndexFromMemoryEqualsTheIndexReadFromTheRunFiles") {
+  // the runs that finish in the sweep's process give their index rows from memory
+  // (run_summary_of); --index-only reads every row back from the files: both must agree to the
+  // last bit, for an ensemble (rpd's lr grid), runs alone (sgd), a diverging column and an epsilon
+  // that some runs reach and others never do
+  const auto dir = make_sweep("engine-index", kBase,
+                              "epsilon = 0.05\n[grid]\n\"method.lr\" = [0.005, 0.02, 0.08, 1e6]\n[zip]\n"
+                              "\"method.name\" = [\"rpd\", \"sgd\"]\n\"delay.name\" = [\"uniform\", \"zero\"]\n"
+                              "\"delay.max\" = [6, 0]\n");
+  std::string out;
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (dir / "sweep.toml").string() + " -q --jobs 2 --out " +
+                                (dir / "o").string(), out) == 0);
+  const std::string from_memory = read_text(dir / "o" / "index.csv");
+  fs::copy_file(dir / "o" / "index.h5", dir / "memory.h5");
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (dir / "sweep.toml").string() + " -q --index-only --out " +
+                                (dir / "o").string(), out) == 0);
+  CHECK(from_memory == read_text(dir / "o" / "index.csv"));
+  // the rows cover both outcomes and both sides of epsilon
+  CHECK(from_memory.find(",diverged,") != std::string::npos);
+  int reached = 0, rows = 0;
+  auto fm = h5::open_file_readonly((dir / "memory.h5").string()), ff = h5::open_file_readonly((dir / "o" / "index.h5").string());
+  for (const char* c : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound", "time_to_eps_k",
+                        "time_to_eps", "wall_seconds"}) {
+    CAPTURE(c);
+    const auto a = h5::read_vector_double(fm.id(), c), b = h5::read_vector_double(ff.id(), c);
+    REQUIRE(a.size() == 8);
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    if (std::string(c) == "time_to_eps_k")
+      for (double v : a) reached += std::isfinite(v), ++rows;
+  }
+  CHECK(reached > 0);
+  CHECK(reached < rows);
 }
 
 TEST_CASE("RunFilesAreBitIdenticalForAnyThreadCount") {
