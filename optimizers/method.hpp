@@ -82,7 +82,8 @@ class RunObserver {
   // whole loop state to checkpoint(). resume_state() is the state a resumed run continues
   // from (null: start afresh with on_start); a resumed method restores it and skips on_start.
   virtual bool checkpoint_due() const { return false; }
-  virtual void checkpoint(const StateBag& /*method_state*/) {}
+  // the bag is handed over (moved, not copied: a large model's state is gigabytes)
+  virtual void checkpoint(StateBag&& /*method_state*/) {}
   virtual const StateBag* resume_state() const { return nullptr; }
 
   // the end of a method's update: report it, then hand over a checkpoint if one is due
@@ -93,7 +94,7 @@ class RunObserver {
     if (checkpoint_due()) {
       StateBag b;
       save(b);
-      checkpoint(b);
+      checkpoint(std::move(b));
     }
   }
 };

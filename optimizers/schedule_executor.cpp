@@ -187,7 +187,7 @@ RunReport ScheduleMethod::run(const Objective& f, const RunPlan& plan, Vec& w, R
       es.ops_done = op_pos;
       StateBag b;
       es.save(b);
-      obs.checkpoint(b);
+      obs.checkpoint(std::move(b));
     }
   }
   w = R == 1 ? W[0] : w_avg;

@@ -146,7 +146,8 @@ const std::vector<KeySpec>& config_schema() {
       Float("log.flush_seconds", 5.0,
             "seconds between writes of the run file's buffered series and of a checkpoint into the .partial (what a "
             "killed run loses at most; stale run --resume continues from it); the .partial appears at the first of them (a "
-            "shorter run is written once); 0 = at every update",
+            "shorter run is written once); a checkpoint that took t seconds puts the next at least 20 t later (at "
+            "most 5 % of the run: a large model's state is gigabytes); 0 = at every update",
             0.0, false, 1e9),
   };
   return schema;

@@ -86,6 +86,10 @@ void StateBag::get_u64(const std::string& name, uint64_t* words, size_t n) const
 void StateBag::put_bag(const std::string& prefix, const StateBag& other) {
   for (const auto& [k, e] : other.entries_) entries_[prefix + "/" + k] = e;
 }
+void StateBag::put_bag(const std::string& prefix, StateBag&& other) {
+  for (auto& [k, e] : other.entries_) entries_[prefix + "/" + k] = std::move(e);
+  other.entries_.clear();
+}
 StateBag StateBag::sub(const std::string& prefix) const {
   StateBag out;
   const std::string p = prefix + "/";

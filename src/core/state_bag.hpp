@@ -36,6 +36,7 @@ class StateBag {
 
   // every entry of `other` under "prefix/"; the entries under "prefix/" as a bag
   void put_bag(const std::string& prefix, const StateBag& other);
+  void put_bag(const std::string& prefix, StateBag&& other);  // takes the arrays, copies nothing
   StateBag sub(const std::string& prefix) const;
   size_t size() const { return entries_.size(); }
 

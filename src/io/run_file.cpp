@@ -50,6 +50,7 @@ struct RunFile::Impl {
   enum class Phase { Header, Streaming, Closing } phase = Phase::Header;
   std::string partial, fresh, closing;  // path.partial, path.partial.new, path.partial.closing
   double flush_seconds = 5.0;
+  double checkpoint_seconds = 0;  // how long the last checkpoint took to write
   std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
   // bytes the series buffers hold (what the header phase may keep before it must stream)
   size_t buffered_bytes() const {
@@ -228,9 +229,15 @@ void RunFile::chunk_full() {
   flush();
 }
 
+// At most a twentieth of the run goes to checkpoints: the next one waits at least 20 times as
+// long as the last took. A checkpoint of an 11.1M-parameter PipeDream run (its weight
+// versions; LocalSGD's 16 replicas) is gigabytes, and every 5 s that was most of the run's time
+// and disk bandwidth (results/gpu/gpu_check_2026-11-24.md). log.flush_seconds = 0 (every
+// update) is taken as asked.
 bool RunFile::flush_due() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - impl_->last_flush).count() >=
-         impl_->flush_seconds;
+  const auto& I = *impl_;
+  const double wait = I.flush_seconds > 0 ? std::max(I.flush_seconds, 20.0 * I.checkpoint_seconds) : 0.0;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - I.last_flush).count() >= wait;
 }
 
 RunFile::~RunFile() {
@@ -398,11 +405,11 @@ void RunFile::flush() {
   if (I.phase == Impl::Phase::Streaming) h5::flush_file(I.file.id());  // else closing the file writes it
 }
 
-void RunFile::write_checkpoint(const StateBag& state, int64_t k) {
+void RunFile::write_checkpoint(StateBag&& all, int64_t k) {
   auto& I = *impl_;
+  const auto t0 = std::chrono::steady_clock::now();
   start_streaming();
   flush();  // every row up to k is in the file before the checkpoint that counts them
-  StateBag all = state;
   all.put("log/metrics_rows", static_cast<int64_t>(I.series.front().rows()));
   all.put("log/iterate_rows", static_cast<int64_t>(I.iterates.rows()));
   all.put("log/delay_table_rows", static_cast<int64_t>(I.keep_table ? I.delay_table.rows() : 0));
@@ -417,6 +424,7 @@ void RunFile::write_checkpoint(const StateBag& state, int64_t k) {
   h5::flush_file(I.file.id());
   I.last_slot = s;
   I.last_flush = std::chrono::steady_clock::now();
+  I.checkpoint_seconds = std::chrono::duration<double>(I.last_flush - t0).count();
 }
 
 void RunFile::adopt(const PartialRun& from) {

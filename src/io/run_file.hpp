@@ -48,7 +48,8 @@ PartialRun read_partial_run(const std::string& partial_path);
 class RunFile final : public RunLog {
  public:
   // creates path + ".partial" (through path + ".partial.new"); parent directories are created.
-  // Series are flushed at most flush_seconds apart (0: at every flush_due() check)
+  // Series are flushed at most flush_seconds apart (0: at every flush_due() check), and no
+  // sooner than 20 times the last checkpoint's write time after it
   explicit RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep_delay_table,
                    double flush_seconds = 5.0);
   ~RunFile() override;  // aborts when neither finish() nor abort() ran
@@ -66,7 +67,7 @@ class RunFile final : public RunLog {
   void append_delays(const std::vector<int64_t>& delays) override;
   bool flush_due() const override;
   void flush_now() override;
-  void write_checkpoint(const StateBag& state, int64_t k) override;
+  void write_checkpoint(StateBag&& state, int64_t k) override;
   void write_theory(const TheoryConstants& t) override;
   // /schedule: the op table while it fits, makespan, bubbles, peak memory
   void write_schedule(const Schedule& s, const SimResult& sim, const std::vector<int64_t>& measured_crossed) override;

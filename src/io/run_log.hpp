@@ -77,7 +77,7 @@ class RunLog {
   // a timed flush without a checkpoint (a method that cannot checkpoint)
   virtual void flush_now() = 0;
   // flush, then `state` (plus the log's own counters under log/) as the checkpoint at k
-  virtual void write_checkpoint(const StateBag& state, int64_t k) = 0;
+  virtual void write_checkpoint(StateBag&& state, int64_t k) = 0;
 
   // the end: /theory, /schedule, /delay_moments, then the status
   virtual void write_theory(const TheoryConstants& t) = 0;

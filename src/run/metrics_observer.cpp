@@ -82,10 +82,10 @@ bool MetricsObserver::checkpoint_due() const {
 
 // the observer's part of a checkpoint: its sums and counters, the last row and event, the
 // elapsed wall time and the tracker's incremental state (bit-identical metrics after a resume)
-void MetricsObserver::checkpoint(const StateBag& method_state) {
+void MetricsObserver::checkpoint(StateBag&& method_state) {
   if (!log_) return;
   StateBag b;
-  b.put_bag("method", method_state);
+  b.put_bag("method", std::move(method_state));
   StateBag m;
   m.put_ints("counters", {k_, last_logged_, logged_rows_, current_fresh_ ? 1 : 0});
   m.put_doubles("sums", {G_, grad_sq_sum_, current_gns_, current_loss_, start_value_, delta0_});
@@ -103,7 +103,7 @@ void MetricsObserver::checkpoint(const StateBag& method_state) {
   tracker_->save(t);
   m.put_bag("tracker", t);
   b.put_bag("metrics", m);
-  log_->write_checkpoint(b, k_);
+  log_->write_checkpoint(std::move(b), k_);
   flush_pending_ = false;
   if (interrupted_) stop_checkpointed_ = true;
 }

@@ -49,7 +49,7 @@ class MetricsObserver final : public RunObserver {
   bool interrupted() const { return interrupted_ && !diverged_; }
   // checkpoints (src/run/checkpoint.hpp): due every log.flush_seconds and when interrupted
   bool checkpoint_due() const override;
-  void checkpoint(const StateBag& method_state) override;
+  void checkpoint(StateBag&& method_state) override;
   const StateBag* resume_state() const override { return resumed_ ? &resume_method_ : nullptr; }
   // continue from a checkpoint (method/, metrics/, log/): this observer's state now, the
   // method's through resume_state()

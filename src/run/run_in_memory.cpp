@@ -52,7 +52,7 @@ class MemoryLog final : public RunLog {
   // nothing to flush, and nothing a checkpoint could be resumed from
   bool flush_due() const override { return false; }
   void flush_now() override {}
-  void write_checkpoint(const StateBag&, int64_t) override {}
+  void write_checkpoint(StateBag&&, int64_t) override {}
   void write_theory(const TheoryConstants& t) override { out_.theory = t; }
   void write_schedule(const Schedule&, const SimResult& sim, const std::vector<int64_t>& measured_crossed) override {
     auto& s = out_.schedule;

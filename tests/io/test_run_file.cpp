@@ -2,11 +2,15 @@
 // shape, and the last iterate read back equals the in-memory one bit for bit.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 
+#include "src/core/state_bag.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/run_file.hpp"
 #include "src/run/runner.hpp"
 #include "tests/support/skip.hpp"
 #include "tests/test_util.hpp"
@@ -160,4 +164,31 @@ TEST_CASE("AShortRunWritesItsSeriesOnceWithExactlyTheirRowsAndAStreamedRunTheSam
   const auto once_bytes = std::filesystem::file_size(once), streamed_bytes = std::filesystem::file_size(streamed);
   MESSAGE("written once " << once_bytes << " bytes, streamed " << streamed_bytes << " bytes");
   CHECK(streamed_bytes < 3 * once_bytes);
+}
+
+TEST_CASE("ACheckpointDelaysTheNextByTwentyTimesItsOwnWriteTime") {
+  // log.flush_seconds > 0: the next flush is due max(flush_seconds, 20 t) after a checkpoint
+  // that took t, so checkpoints of a large state stay under 5 % of the run; 0 stays "every update"
+  const auto dir = test::temp_dir("runfile_cadence");
+  auto checkpointed = [&](const std::string& name, double flush_seconds) {
+    auto f = std::make_unique<RunFile>((dir / name).string(), 8, 2, false, flush_seconds);
+    StateBag state;
+    state.put_doubles("big", std::vector<double>(size_t{1} << 21, 0.5));  // 16 MiB: milliseconds to write
+    const auto t0 = std::chrono::steady_clock::now();
+    f->write_checkpoint(std::move(state), 1);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::make_pair(std::move(f), took);
+  };
+  {
+    auto [f, took] = checkpointed("tiny.h5", 1e-9);
+    // asked right after the checkpoint: far less than 20 t has passed
+    CHECK_FALSE(f->flush_due());
+    MESSAGE("a 16 MiB checkpoint took " << took << " s");
+    f->abort();
+  }
+  {
+    auto [f, took] = checkpointed("every.h5", 0.0);
+    CHECK(f->flush_due());
+    f->abort();
+  }
 }
