@@ -3,7 +3,8 @@
 (scripts/audits.py) from the sweeps under --sweeps, in one Python process that forks its
 workers after the imports: run as nine processes, their imports (numpy, h5py, pandas,
 matplotlib) took 1.6 s each, half of the figures' time in scripts/reproduce.sh; one after
-another in one process the nine jobs took ~20 s, on two workers ~11 s.
+another in one process the nine jobs took ~20 s, on two workers ~11 s — and ~5 s once run files
+were read series by series on first use (scripts/stale_analysis/runs.py).
 
     python3 scripts/figures.py [--sweeps sweeps] [--results results] [--jobs N]
 """

@@ -6,7 +6,7 @@ import difflib
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 import h5py
 import numpy as np
@@ -37,15 +37,67 @@ def flatten(node: dict, prefix: str = "") -> dict:
     return out
 
 
-@dataclass
+class _Metrics(Mapping):
+    """A run file's /metrics, each series read on first use: a figure reads two or three of the
+    sixteen, and reading every series and attribute of ~1,600 run files was most of the
+    figures' time in scripts/reproduce.sh. `n` cuts every series to the rows all of them hold
+    (a killed .partial may hold one a flush longer than another); None: they are equal."""
+
+    def __init__(self, path: str, names: list[str], n: int | None):
+        self._path, self._names, self._n, self._read = path, names, n, {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._read:
+            if name not in self._names:
+                raise KeyError(name)
+            with open_h5(self._path, "HDF5 run file") as f:
+                v = f["metrics"][name][()]
+            self._read[name] = v if self._n is None else v[:self._n]
+        return self._read[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._names
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class Run:
-    path: str
-    config: dict
-    status: str
-    metrics: dict[str, np.ndarray]
-    theory: dict = field(default_factory=dict)
-    attrs: dict = field(default_factory=dict)
-    objective: dict = field(default_factory=dict)
+    """One run file: its status, resolved config, /metrics (read series by series, on first
+    use) and the attributes of the root, /theory and /objective (read on first use)."""
+
+    def __init__(self, path: str, config_text: str, status: str, metrics: Mapping):
+        self.path, self._config_text, self.status, self.metrics = path, config_text, status, metrics
+
+    def _attrs_of(self, group: str | None) -> dict:
+        key = f"_attrs_{group}"
+        if key not in self.__dict__:
+            with open_h5(self.path, "HDF5 run file") as f:
+                node = f if group is None else f.get(group)
+                self.__dict__[key] = {} if node is None else {
+                    k: _text(v) for k, v in node.attrs.items() if not (group is None and k == "config")}
+        return self.__dict__[key]
+
+    @property
+    def config(self) -> dict:
+        if "_config" not in self.__dict__:
+            self.__dict__["_config"] = tomllib.loads(self._config_text)
+        return self.__dict__["_config"]
+
+    @property
+    def theory(self) -> dict:
+        return self._attrs_of("theory")
+
+    @property
+    def objective(self) -> dict:
+        return self._attrs_of("objective")
+
+    @property
+    def attrs(self) -> dict:
+        return self._attrs_of(None)
 
     @property
     def flat(self) -> dict:
@@ -99,15 +151,13 @@ def load_run(path: str) -> Run:
     with open_h5(path, "HDF5 run file") as f:
         if "config" not in f.attrs or "metrics" not in f:
             raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
-        config = tomllib.loads(_text(f.attrs["config"]))
-        metrics = {name: f["metrics"][name][()] for name in f["metrics"]}
-        # a killed .partial may hold one series a flush longer than another: the common rows
-        n = min((len(v) for v in metrics.values()), default=0)
-        metrics = {name: v[:n] for name, v in metrics.items()}
-        theory = {k: _text(v) for k, v in f["theory"].attrs.items()} if "theory" in f else {}
-        objective = {k: _text(v) for k, v in f["objective"].attrs.items()} if "objective" in f else {}
-        attrs = {k: _text(v) for k, v in f.attrs.items() if k != "config"}
-        return Run(path, config, _text(f.attrs.get("status", "unknown")), metrics, theory, attrs, objective)
+        status = _text(f.attrs.get("status", "unknown"))
+        m = f["metrics"]
+        names = list(m)
+        # a finished file's series have equal lengths (rows are written together); only a
+        # .partial (running, interrupted or killed) may hold one a flush longer than another
+        n = None if status in ("ok", "diverged") else min((m[name].shape[0] for name in names), default=0)
+        return Run(path, _text(f.attrs["config"]), status, _Metrics(path, names, n))
 
 
 def load_runs(paths) -> list[Run]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 
+import h5py
 import numpy as np
 
 from conftest import ROOT, decaying, script, write_run, write_sweep
@@ -117,3 +118,28 @@ def test_bound_audit_excludes_diverged_runs_and_says_so(tmp_path):
     assert "checked at every logged K: 2" in md
     assert "(γ > 1/L, not checked): 1;" in md and "status not ok; not checked): 1." in md
     assert (res / "audit_bound.png").stat().st_size > 0
+
+
+def test_load_run_reads_what_an_eager_read_of_the_file_gives(binary_runs):
+    # load_run reads series and attributes on first use: the values are the file's, bit for bit
+    path = next(iter(binary_runs.values()))
+    run = load_run(path)
+    with h5py.File(path, "r") as f:
+        assert sorted(run.metrics) == sorted(f["metrics"])
+        for name in f["metrics"]:
+            np.testing.assert_array_equal(run.metrics[name], f["metrics"][name][()])
+        assert run.theory == {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["theory"].attrs.items()}
+        assert run.objective.keys() == f["objective"].attrs.keys()
+        assert "config" not in run.attrs and run.attrs["status"] == run.status == "ok"
+    assert "no_such_series" not in run.metrics and run.metrics.get("no_such_series") is None
+
+
+def test_a_partial_run_file_is_cut_to_the_rows_every_series_holds(tmp_path):
+    # a killed .partial may hold one series a flush longer than another
+    path = write_run(tmp_path / "killed.h5.partial", [10.0, 5.0, 2.0], status="running")
+    with h5py.File(path, "a") as f:
+        v = f["metrics"]["loss"][()]
+        del f["metrics"]["loss"]
+        f["metrics"]["loss"] = np.concatenate([v, [1.0, 0.5]])
+    run = load_run(path)
+    assert len(run.metrics["loss"]) == len(run.metrics["k"]) == 3
