@@ -17,6 +17,7 @@ namespace {
 // the same kernel over the same columns whatever thread runs it (results independent of the
 // thread count, src/core/parallel.hpp).
 constexpr Index kRowChunk = 256;
+constexpr Index kColChunk = 64;  // columns per chunk of a transposed GEMV
 
 // the stages' first columns and d: the blocks of ColumnBlockProducts
 std::vector<Index> stage_offsets(const BlockPartition& B) {
@@ -41,7 +42,6 @@ void gemv_parallel(const Mat& X, const Vec& w, Vec& out) {
 
 void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) {
   out.resize(X.cols());
-  constexpr Index kColChunk = 64;
   const Index chunks = (X.cols() + kColChunk - 1) / kColChunk;
   const int T = parallel_threads(static_cast<double>(X.size()));
 #pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
@@ -251,8 +251,19 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
   }
   if (P == 0) return;
   const auto& d = *data_;
-  Mat R;
-  R.noalias() = d.X * Z;
+  // R = X Z and G = Xᵀ R in the chunks of gemv_parallel and gemv_t_parallel (256 rows, then
+  // 64 columns of X: boundaries fixed, so the bits do not depend on the thread count), on the
+  // threads the policy gives P columns' work. As two whole GEMMs they ran on one thread while a
+  // single call's GEMVs ran on every core: on the H100 host's 16 cores P = 8 at d = 4096 took
+  // 46 single calls' time (results/gpu/gpu_check_2026-11-22.md).
+  const int T = parallel_threads(static_cast<double>(d.X.size()) * static_cast<double>(P));
+  Mat R(d.X.rows(), P);
+  const Index row_chunks = (d.X.rows() + kRowChunk - 1) / kRowChunk;
+#pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
+  for (Index c = 0; c < row_chunks; ++c) {
+    const Index r0 = c * kRowChunk, n = std::min<Index>(kRowChunk, d.X.rows() - r0);
+    R.middleRows(r0, n).noalias() = d.X.middleRows(r0, n) * Z;
+  }
   for (Index p = 0; p < P; ++p) {
     double f = 0;
     for (Index i = 0; i < R.rows(); ++i) {
@@ -262,7 +273,12 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
     }
     values(p) = f + 0.5 * l2_ * Z.col(p).squaredNorm();
   }
-  G.noalias() = d.X.transpose() * R;
+  const Index col_chunks = (d.X.cols() + kColChunk - 1) / kColChunk;
+#pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
+  for (Index c = 0; c < col_chunks; ++c) {
+    const Index c0 = c * kColChunk, n = std::min<Index>(kColChunk, d.X.cols() - c0);
+    G.middleRows(c0, n).noalias() = d.X.middleCols(c0, n).transpose() * R;
+  }
   if (l2_ != 0) G += l2_ * Z;
 }
 

@@ -7,6 +7,10 @@
 
 #include <cstring>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "objectives/objective_factory.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/tolerances.hpp"
@@ -31,10 +35,11 @@ bool bit_equal(const Vec& a, const Vec& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
 }
 
-std::unique_ptr<Objective> objective(const std::string& name) {
+std::unique_ptr<Objective> objective(const std::string& name, int dim = 45, int samples = 130) {
   const std::string gen = name == "logistic" ? "synthetic" : "random";
   return make_objective(Config::from_string("[objective]\nname = \"" + name + "\"\ngenerator = \"" + gen +
-                                                "\"\ndim = 45\nsamples = 130\nbatch_size = 12\nstages = 4\nl2 = 0.02\n",
+                                                "\"\ndim = " + std::to_string(dim) + "\nsamples = " +
+                                                std::to_string(samples) + "\nbatch_size = 12\nstages = 4\nl2 = 0.02\n",
                                             "batched.toml"),
                         BackendKind::Cpu);
 }
@@ -93,6 +98,36 @@ TEST_CASE("FullGradientsAtManyPointsOnCpuEqualThePerPointLoop") {
       }
     }
   }
+}
+
+TEST_CASE("FullGradientsAtManyPointsDoNotDependOnTheThreadCount") {
+  // above the policy's threshold (n·d·P ≥ 2^22) the P-column products run in fixed chunks on
+  // several threads: the same bits on 1 and 4 threads, and each column as the per-point call
+  // to the tolerance of a reordered sum
+#ifdef _OPENMP
+  const int before = omp_get_max_threads();
+  for (const char* name : {"quadratic", "logistic"}) {
+    CAPTURE(name);
+    const auto f = objective(name, 700, 1300);
+    const Mat Z = random_points(f->dim(), 5, 13);
+    Mat G1, G4;
+    Vec v1, v4;
+    omp_set_num_threads(1);
+    f->value_grad_many(Z, G1, v1);
+    omp_set_num_threads(4);
+    f->value_grad_many(Z, G4, v4);
+    CHECK(std::memcmp(G1.data(), G4.data(), sizeof(double) * G1.size()) == 0);
+    CHECK(std::memcmp(v1.data(), v4.data(), sizeof(double) * v1.size()) == 0);
+    for (Index p = 0; p < Z.cols(); ++p) {
+      Vec g;
+      f->value_grad(Z.col(p), g);
+      CHECK(rel_err(G4.col(p), g) <= test::tol::kReordered);
+    }
+  }
+  omp_set_num_threads(before);
+#else
+  MESSAGE("built without OpenMP: one thread only");
+#endif
 }
 
 TEST_SUITE_END();
