@@ -255,7 +255,7 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
   // 64 columns of X: boundaries fixed, so the bits do not depend on the thread count), on the
   // threads the policy gives P columns' work. As two whole GEMMs they ran on one thread while a
   // single call's GEMVs ran on every core: on the H100 host's 16 cores P = 8 at d = 4096 took
-  // 46 single calls' time (results/gpu/gpu_check_2026-11-22.md).
+  // 45 single calls' time (results/gpu/gpu_check_2026-11-22.md).
   const int T = parallel_threads(static_cast<double>(d.X.size()) * static_cast<double>(P));
   Mat R(d.X.rows(), P);
   const Index row_chunks = (d.X.rows() + kRowChunk - 1) / kRowChunk;
