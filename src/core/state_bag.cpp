@@ -10,18 +10,11 @@ namespace {
 constexpr char kMagic[8] = {'S', 'T', 'A', 'L', 'E', 'S', 'B', '1'};
 
 // FNV-1a over the payload: a checkpoint slot torn by a kill is refused, never half-read
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+constexpr uint64_t kFnvStart = 0xcbf29ce484222325ULL;
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = kFnvStart) {
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
   return h;
 }
-void put_raw(std::vector<uint8_t>& out, const void* p, size_t n) {
-  if (n == 0) return;  // an empty entry: p may be null
-  const size_t at = out.size();
-  out.resize(at + n);
-  std::memcpy(out.data() + at, p, n);
-}
-void put_i64(std::vector<uint8_t>& out, int64_t v) { put_raw(out, &v, sizeof v); }
 }  // namespace
 
 void StateBag::put(const std::string& name, const Mat& m) {
@@ -100,24 +93,56 @@ StateBag StateBag::sub(const std::string& prefix) const {
 
 // layout: magic, payload size, FNV-1a of the payload, payload = count, then per entry:
 // name length, name, integer flag, rows, cols, values (little-endian host words)
-std::vector<uint8_t> StateBag::serialize() const {
-  std::vector<uint8_t> payload;
-  put_i64(payload, static_cast<int64_t>(entries_.size()));
+template <class Piece>
+void StateBag::for_each_payload_piece(Piece&& piece) const {
+  const auto i64 = [&](int64_t v) { piece(reinterpret_cast<const uint8_t*>(&v), sizeof v); };
+  i64(static_cast<int64_t>(entries_.size()));
   for (const auto& [name, e] : entries_) {
-    put_i64(payload, static_cast<int64_t>(name.size()));
-    put_raw(payload, name.data(), name.size());
-    put_i64(payload, e.integer ? 1 : 0);
-    put_i64(payload, e.rows);
-    put_i64(payload, e.cols);
-    if (e.integer) put_raw(payload, e.i.data(), e.i.size() * sizeof(int64_t));
-    else put_raw(payload, e.d.data(), e.d.size() * sizeof(double));
+    i64(static_cast<int64_t>(name.size()));
+    piece(reinterpret_cast<const uint8_t*>(name.data()), name.size());
+    i64(e.integer ? 1 : 0);
+    i64(e.rows);
+    i64(e.cols);
+    if (e.integer) piece(reinterpret_cast<const uint8_t*>(e.i.data()), e.i.size() * sizeof(int64_t));
+    else piece(reinterpret_cast<const uint8_t*>(e.d.data()), e.d.size() * sizeof(double));
   }
+}
+
+size_t StateBag::serialized_size() const {
+  size_t n = 24;
+  for_each_payload_piece([&](const uint8_t*, size_t k) { n += k; });
+  return n;
+}
+
+void StateBag::serialize_to(const std::function<void(const uint8_t*, size_t)>& sink) const {
+  // two passes: the header's size and checksum, then the bytes; the small fields go out in
+  // batches of up to 64 KiB, an array of that size or more as itself
+  int64_t len = 0;
+  uint64_t h = kFnvStart;
+  for_each_payload_piece([&](const uint8_t* p, size_t k) {
+    len += static_cast<int64_t>(k);
+    h = fnv1a(p, k, h);
+  });
+  constexpr size_t kBatch = size_t{1} << 16;
+  std::vector<uint8_t> small;
+  small.reserve(kBatch);
+  const auto emit = [&](const uint8_t* p, size_t k) {
+    if (k == 0) return;  // an empty entry: p may be null
+    if (small.size() + k > kBatch && !small.empty()) sink(small.data(), small.size()), small.clear();
+    if (k >= kBatch) return sink(p, k);
+    small.insert(small.end(), p, p + k);
+  };
+  emit(reinterpret_cast<const uint8_t*>(kMagic), sizeof kMagic);
+  emit(reinterpret_cast<const uint8_t*>(&len), sizeof len);
+  emit(reinterpret_cast<const uint8_t*>(&h), sizeof h);
+  for_each_payload_piece(emit);
+  if (!small.empty()) sink(small.data(), small.size());
+}
+
+std::vector<uint8_t> StateBag::serialize() const {
   std::vector<uint8_t> out;
-  put_raw(out, kMagic, sizeof kMagic);
-  put_i64(out, static_cast<int64_t>(payload.size()));
-  const uint64_t h = fnv1a(payload.data(), payload.size());
-  put_raw(out, &h, sizeof h);
-  out.insert(out.end(), payload.begin(), payload.end());
+  out.reserve(serialized_size());
+  serialize_to([&](const uint8_t* p, size_t k) { out.insert(out.end(), p, p + k); });
   return out;
 }
 

@@ -6,6 +6,7 @@
 // serialize() gives a self-describing byte string with a checksum; deserialize() refuses a
 // torn or foreign one with a UserError naming `origin`.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,6 +42,11 @@ class StateBag {
   size_t size() const { return entries_.size(); }
 
   std::vector<uint8_t> serialize() const;
+  // the same bytes handed to `sink` in order, in pieces: an array of 64 KiB or more as itself
+  // (its own storage, not copied), the fields between batched. A checkpoint streams a model's
+  // state into its file this way instead of holding a second copy of it in memory.
+  void serialize_to(const std::function<void(const uint8_t*, size_t)>& sink) const;
+  size_t serialized_size() const;
   static StateBag deserialize(const uint8_t* data, size_t n, const std::string& origin);
 
  private:
@@ -51,6 +57,8 @@ class StateBag {
     std::vector<int64_t> i;
   };
   const Entry& at(const std::string& name, bool integer) const;
+  template <class Piece>
+  void for_each_payload_piece(Piece&& piece) const;
   std::map<std::string, Entry> entries_;
 };
 

@@ -445,16 +445,19 @@ Handle create_bytes(hid_t parent, const std::string& name, hsize_t chunk) {
                 H5Dclose, "create dataset " + name);
 }
 
-void write_bytes(hid_t dset, const std::vector<uint8_t>& bytes) {
+void reserve_bytes(hid_t dset, hsize_t n) {
   const Lock lock;
-  hsize_t n = bytes.size();
-  if (n == 0) return;
   if (dataset_rows(dset) < n) ok(H5Dset_extent(dset, &n), "extend dataset");
+}
+
+void write_bytes_at(hid_t dset, hsize_t offset, const uint8_t* data, size_t k) {
+  const Lock lock;
+  hsize_t n = k;
+  if (n == 0) return;
   Handle fspace(H5Dget_space(dset), H5Sclose, "space");
-  const hsize_t start = 0;
-  ok(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, &start, nullptr, &n, nullptr), "select");
+  ok(H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, &offset, nullptr, &n, nullptr), "select");
   Handle mspace(H5Screate_simple(1, &n, nullptr), H5Sclose, "mspace");
-  ok(H5Dwrite(dset, H5T_NATIVE_UINT8, mspace.id(), fspace.id(), H5P_DEFAULT, bytes.data()), "write bytes");
+  ok(H5Dwrite(dset, H5T_NATIVE_UINT8, mspace.id(), fspace.id(), H5P_DEFAULT, data), "write bytes");
 }
 
 std::vector<uint8_t> read_bytes(hid_t dset, hsize_t n) {

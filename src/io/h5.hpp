@@ -87,7 +87,9 @@ std::vector<double> read_array_double(hid_t parent, const std::string& name, std
 // raw bytes (checkpoint slots): a 1-D growable uint8 dataset, written from its start (it never
 // shrinks: the length that counts is recorded beside it), and read back
 Handle create_bytes(hid_t parent, const std::string& name, hsize_t chunk);
-void write_bytes(hid_t dset, const std::vector<uint8_t>& bytes);
+// grow the dataset to at least n bytes, then write bytes [offset, offset + k) piece by piece
+void reserve_bytes(hid_t dset, hsize_t n);
+void write_bytes_at(hid_t dset, hsize_t offset, const uint8_t* data, size_t k);
 std::vector<uint8_t> read_bytes(hid_t dset, hsize_t n);
 // overwrite a whole existing dataset of int64 values (same length)
 void overwrite_ints(hid_t dset, const std::vector<int64_t>& v);

@@ -416,11 +416,17 @@ void RunFile::write_checkpoint(StateBag&& all, int64_t k) {
   all.put("log/delay_rows", I.delay_summary.updates);
   all.put_ints("log/delay_max", I.delay_summary.max);
   all.put_doubles("log/delay_sum", I.delay_summary.sum);
-  const std::vector<uint8_t> bytes = all.serialize();
+  // streamed into the slot: no serialized copy of the state is held in memory
   const int s = 1 - I.last_slot;
-  h5::write_bytes(I.slot[s].id(), bytes);
+  const size_t n = all.serialized_size();
+  h5::reserve_bytes(I.slot[s].id(), n);
+  hsize_t at = 0;
+  all.serialize_to([&](const uint8_t* p, size_t k) {
+    h5::write_bytes_at(I.slot[s].id(), at, p, k);
+    at += k;
+  });
   h5::flush_file(I.file.id());  // the slot is complete before the index names it
-  h5::overwrite_ints(I.index.id(), {1, s, static_cast<int64_t>(bytes.size()), k});
+  h5::overwrite_ints(I.index.id(), {1, s, static_cast<int64_t>(n), k});
   h5::flush_file(I.file.id());
   I.last_slot = s;
   I.last_flush = std::chrono::steady_clock::now();

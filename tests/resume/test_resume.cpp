@@ -149,6 +149,34 @@ TEST_CASE("StateBagRoundTripsBitForBitAndRefusesATornCopy") {
   CHECK_THROWS_AS(c.get_int("missing"), UserError);
 }
 
+TEST_CASE("AStateBagStreamsTheBytesOfSerializeWithoutCopyingLargeArrays") {
+  // a checkpoint streams the bag into its slot (serialize_to): the same bytes as serialize(),
+  // the fields batched, an array of 64 KiB or more handed over from its own storage
+  StateBag b;
+  b.put("small", Vec(Vec::Constant(5, 0.25)));
+  b.put_ints("counters", {3, 1, 4});
+  const std::vector<double> big_values(20000, 1.5);  // 160 KB
+  b.put_doubles("big", big_values);
+  b.put_doubles("empty", {});
+  const double* big_storage = b.get_doubles("big").data();
+  std::vector<uint8_t> streamed;
+  int pieces = 0;
+  bool big_in_place = false;
+  b.serialize_to([&](const uint8_t* p, size_t k) {
+    ++pieces;
+    big_in_place |= reinterpret_cast<const void*>(p) == reinterpret_cast<const void*>(big_storage) && k == 160000;
+    streamed.insert(streamed.end(), p, p + k);
+  });
+  const auto bytes = b.serialize();
+  CHECK(streamed == bytes);
+  CHECK(bytes.size() == b.serialized_size());
+  CHECK(big_in_place);
+  CHECK(pieces == 3);  // the fields before it, the array, the fields after it
+  const StateBag c = StateBag::deserialize(streamed.data(), streamed.size(), "t");
+  CHECK(c.get_doubles("big") == big_values);
+  CHECK(c.get_ints("counters") == std::vector<int64_t>{3, 1, 4});
+}
+
 TEST_CASE("RpdResumedEqualsUninterrupted") {
   check_resume(kRpd + "log.flush_seconds=0", {137});
   // twice interrupted, and with every update logged at a cadence the stops fall between
