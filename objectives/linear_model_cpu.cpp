@@ -29,27 +29,37 @@ std::vector<Index> stage_offsets(const BlockPartition& B) {
 
 }  // namespace
 
-void gemv_parallel(const Mat& X, const Vec& w, Vec& out) {
-  out.resize(X.rows());
+namespace {
+// out = X W and out = Xᵀ V, for one vector or for P columns, in fixed chunks of X's rows
+// (kRowChunk) or columns (kColChunk) on the threads the policy gives the work
+template <class Rhs, class Out>
+void product_parallel(const Mat& X, const Rhs& W, Out& out) {
+  out.resize(X.rows(), W.cols());
   const Index chunks = (X.rows() + kRowChunk - 1) / kRowChunk;
-  const int T = parallel_threads(static_cast<double>(X.size()));
+  const int T = parallel_threads(static_cast<double>(X.size()) * static_cast<double>(W.cols()));
 #pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
   for (Index c = 0; c < chunks; ++c) {
     const Index r0 = c * kRowChunk, n = std::min<Index>(kRowChunk, X.rows() - r0);
-    out.segment(r0, n).noalias() = X.middleRows(r0, n) * w;
+    out.middleRows(r0, n).noalias() = X.middleRows(r0, n) * W;
   }
 }
 
-void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) {
-  out.resize(X.cols());
+template <class Rhs, class Out>
+void product_t_parallel(const Mat& X, const Rhs& V, Out& out) {
+  out.resize(X.cols(), V.cols());
   const Index chunks = (X.cols() + kColChunk - 1) / kColChunk;
-  const int T = parallel_threads(static_cast<double>(X.size()));
+  const int T = parallel_threads(static_cast<double>(X.size()) * static_cast<double>(V.cols()));
 #pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
   for (Index c = 0; c < chunks; ++c) {
     const Index c0 = c * kColChunk, n = std::min<Index>(kColChunk, X.cols() - c0);
-    out.segment(c0, n).noalias() = X.middleCols(c0, n).transpose() * v;
+    out.middleRows(c0, n).noalias() = X.middleCols(c0, n).transpose() * V;
   }
 }
+}  // namespace
+
+void gemv_parallel(const Mat& X, const Vec& w, Vec& out) { product_parallel(X, w, out); }
+
+void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) { product_t_parallel(X, v, out); }
 
 template <class Loss>
 LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2)
@@ -251,19 +261,13 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
   }
   if (P == 0) return;
   const auto& d = *data_;
-  // R = X Z and G = Xᵀ R in the chunks of gemv_parallel and gemv_t_parallel (256 rows, then
-  // 64 columns of X: boundaries fixed, so the bits do not depend on the thread count), on the
-  // threads the policy gives P columns' work. As two whole GEMMs they ran on one thread while a
-  // single call's GEMVs ran on every core: on the H100 host's 16 cores P = 8 at d = 4096 took
-  // 45 single calls' time (results/gpu/gpu_check_2026-11-22.md).
-  const int T = parallel_threads(static_cast<double>(d.X.size()) * static_cast<double>(P));
-  Mat R(d.X.rows(), P);
-  const Index row_chunks = (d.X.rows() + kRowChunk - 1) / kRowChunk;
-#pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
-  for (Index c = 0; c < row_chunks; ++c) {
-    const Index r0 = c * kRowChunk, n = std::min<Index>(kRowChunk, d.X.rows() - r0);
-    R.middleRows(r0, n).noalias() = d.X.middleRows(r0, n) * Z;
-  }
+  // R = X Z and G = Xᵀ R in the fixed chunks of the single call's GEMVs (the bits do not
+  // depend on the thread count), on the threads the policy gives P columns' work. As two whole
+  // GEMMs they ran on one thread while a single call's GEMVs ran on every core: on the H100
+  // host's 16 cores P = 8 at d = 4096 took 45 single calls' time
+  // (results/gpu/gpu_check_2026-11-22.md).
+  Mat R;
+  product_parallel(d.X, Z, R);
   for (Index p = 0; p < P; ++p) {
     double f = 0;
     for (Index i = 0; i < R.rows(); ++i) {
@@ -273,12 +277,7 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
     }
     values(p) = f + 0.5 * l2_ * Z.col(p).squaredNorm();
   }
-  const Index col_chunks = (d.X.cols() + kColChunk - 1) / kColChunk;
-#pragma omp parallel for num_threads(T) schedule(dynamic) if (T > 1)
-  for (Index c = 0; c < col_chunks; ++c) {
-    const Index c0 = c * kColChunk, n = std::min<Index>(kColChunk, d.X.cols() - c0);
-    G.middleRows(c0, n).noalias() = d.X.middleCols(c0, n).transpose() * R;
-  }
+  product_t_parallel(d.X, R, G);
   if (l2_ != 0) G += l2_ * Z;
 }
 
