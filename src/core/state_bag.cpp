@@ -76,9 +76,6 @@ void StateBag::get_u64(const std::string& name, uint64_t* words, size_t n) const
   std::memcpy(words, v.data(), n * sizeof(uint64_t));
 }
 
-void StateBag::put_bag(const std::string& prefix, const StateBag& other) {
-  for (const auto& [k, e] : other.entries_) entries_[prefix + "/" + k] = e;
-}
 void StateBag::put_bag(const std::string& prefix, StateBag&& other) {
   for (auto& [k, e] : other.entries_) entries_[prefix + "/" + k] = std::move(e);
   other.entries_.clear();

@@ -36,7 +36,6 @@ class StateBag {
   void get_u64(const std::string& name, uint64_t* words, size_t n) const;
 
   // every entry of `other` under "prefix/"; the entries under "prefix/" as a bag
-  void put_bag(const std::string& prefix, const StateBag& other);
   void put_bag(const std::string& prefix, StateBag&& other);  // takes the arrays, copies nothing
   StateBag sub(const std::string& prefix) const;
   size_t size() const { return entries_.size(); }

@@ -101,8 +101,8 @@ void MetricsObserver::checkpoint(StateBag&& method_state) {
   if (last_w_) m.put("w", *last_w_);
   StateBag t;
   tracker_->save(t);
-  m.put_bag("tracker", t);
-  b.put_bag("metrics", m);
+  m.put_bag("tracker", std::move(t));
+  b.put_bag("metrics", std::move(m));
   log_->write_checkpoint(std::move(b), k_);
   flush_pending_ = false;
   if (interrupted_) stop_checkpointed_ = true;
@@ -195,7 +195,7 @@ void MetricsObserver::record(const UpdateEvent& e, const Vec& w) {
   last_ = make_row(e);
   last_.val_loss = f_.validation_loss(w);
   last_logged_ = k_;
-  if (lows_.empty() ? last_.subopt == last_.subopt : last_.subopt < lows_.back().subopt)  // NaN: never a low
+  if (!std::isnan(last_.subopt) && (lows_.empty() || last_.subopt < lows_.back().subopt))
     lows_.push_back({static_cast<double>(last_.k), last_.time, last_.subopt});
   if (log_) {
     log_->append_metrics(last_);
