@@ -7,6 +7,7 @@ import math
 import os
 import tomllib
 from collections.abc import Mapping
+from functools import cached_property
 
 import h5py
 import numpy as np
@@ -72,38 +73,32 @@ class Run:
     def __init__(self, path: str, config_text: str, status: str, metrics: Mapping):
         self.path, self._config_text, self.status, self.metrics = path, config_text, status, metrics
 
-    def _attrs_of(self, group: str | None) -> dict:
-        key = f"_attrs_{group}"
-        if key not in self.__dict__:
-            with open_h5(self.path, "HDF5 run file") as f:
-                node = f if group is None else f.get(group)
-                self.__dict__[key] = {} if node is None else {
-                    k: _text(v) for k, v in node.attrs.items() if not (group is None and k == "config")}
-        return self.__dict__[key]
+    def _read_attrs(self, group: str | None) -> dict:
+        with open_h5(self.path, "HDF5 run file") as f:
+            node = f if group is None else f.get(group)
+            if node is None:
+                return {}
+            return {k: _text(v) for k, v in node.attrs.items() if not (group is None and k == "config")}
 
-    @property
+    @cached_property
     def config(self) -> dict:
-        if "_config" not in self.__dict__:
-            self.__dict__["_config"] = tomllib.loads(self._config_text)
-        return self.__dict__["_config"]
+        return tomllib.loads(self._config_text)
 
-    @property
+    @cached_property
     def theory(self) -> dict:
-        return self._attrs_of("theory")
+        return self._read_attrs("theory")
 
-    @property
+    @cached_property
     def objective(self) -> dict:
-        return self._attrs_of("objective")
+        return self._read_attrs("objective")
 
-    @property
+    @cached_property
     def attrs(self) -> dict:
-        return self._attrs_of(None)
+        return self._read_attrs(None)
 
-    @property
+    @cached_property
     def flat(self) -> dict:
-        if "_flat" not in self.__dict__:
-            self.__dict__["_flat"] = flatten(self.config)
-        return self.__dict__["_flat"]
+        return flatten(self.config)
 
     def has_key(self, dotted: str) -> bool:
         return dotted in PSEUDO_KEYS or dotted in self.flat
