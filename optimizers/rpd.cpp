@@ -195,8 +195,9 @@ class Rpd final : public Method {
       Z.resize(f.dim(), n);
       std::vector<double> stale_sq(active.size(), 0.0);
       store.locate(d, then_at);
-      // the mixed point of every column (VersionStore::gather, Pc columns at a time) and its
-      // stale distance, summed as the run alone sums it (block_distance on the column's blocks)
+      // the mixed point of every column, copied from its located blocks (a version holds the
+      // ensemble's columns side by side), and its stale distance, summed as the run alone sums
+      // it (block_distance on the column's blocks)
       column_at.resize(static_cast<size_t>(S));
       for (Index a = 0; a < n; ++a) {
         const Index p = active[a];
