@@ -1,6 +1,8 @@
 #include "src/io/h5.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <list>
 #include <mutex>
 
 namespace stale::h5 {
@@ -91,6 +93,102 @@ void set_compression(hid_t plist, hid_t type) {
   ok(H5Pset_shuffle(plist), "H5Pset_shuffle");
   ok(H5Pset_deflate(plist, 1), "H5Pset_deflate");
 }
+// The filtered datasets a process writes again with the same values are compressed once.
+// An ensemble's columns and a sweep's runs at other step sizes or seeds share their schedule,
+// so each of their files holds the same op tables (and the same delay table while the
+// columns run alike); compressing them again for every file was a twelfth of a 9-column E1
+// ensemble (results/PERFORMANCE.md). The first write goes through the filters and its chunks
+// are kept as stored; a later write of equal values (equal bytes, types, shape and chunks)
+// puts those chunks into the new dataset with H5Dwrite_chunk. Filters are deterministic, so
+// the chunks are byte for byte what filtering the values again would give.
+class FilteredChunkCache {
+ public:
+  struct Chunk {
+    std::vector<hsize_t> offset;
+    uint32_t filter_mask = 0;
+    std::vector<unsigned char> bytes;
+  };
+  struct Key {
+    // a type as the conversion and the filters see it (only native and IEEE types are written)
+    struct Type {
+      H5T_class_t cls;
+      size_t size;
+      H5T_order_t order;
+      H5T_sign_t sign;
+      bool operator==(const Type&) const = default;
+    };
+    Type mem, stored;
+    std::vector<hsize_t> dims, chunk;
+    bool operator==(const Key&) const = default;
+  };
+  static Key::Type describe(hid_t type) {
+    const H5T_class_t cls = H5Tget_class(type);
+    return {cls, H5Tget_size(type), H5Tget_order(type), cls == H5T_INTEGER ? H5Tget_sign(type) : H5T_SGN_ERROR};
+  }
+
+  // the stored chunks of a dataset written earlier with these values, or nullptr
+  const std::vector<Chunk>* find(const Key& key, const void* values, size_t bytes) {
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if (it->key == key && it->values.size() == bytes && std::memcmp(it->values.data(), values, bytes) == 0) {
+        entries_.splice(entries_.end(), entries_, it);  // most recently used last
+        return &entries_.back().chunks;
+      }
+    return nullptr;
+  }
+  // keep the chunks of `dset`, just written from `values` (its cache is flushed first)
+  void add(hid_t dset, Key key, const void* values, size_t bytes) {
+    if (bytes > kMaxValueBytes) return;
+    ok(H5Dflush(dset), "H5Dflush");
+    Entry e{std::move(key), {}, {}, 0};
+    const auto& dims = e.key.dims;
+    std::vector<hsize_t> offset(dims.size(), 0);
+    for (bool more = true; more;) {
+      Chunk c{offset, 0, {}};
+      hsize_t size = 0;
+      ok(H5Dget_chunk_storage_size(dset, offset.data(), &size), "H5Dget_chunk_storage_size");
+      c.bytes.resize(size);
+      ok(H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &c.filter_mask, c.bytes.data()), "H5Dread_chunk");
+      e.stored_bytes += size;
+      e.chunks.push_back(std::move(c));
+      more = false;  // the next chunk's offset, the last axis fastest
+      for (size_t axis = dims.size(); axis-- > 0 && !more;) {
+        offset[axis] += e.key.chunk[axis];
+        more = offset[axis] < dims[axis];
+        if (!more) offset[axis] = 0;
+      }
+    }
+    e.values.assign(static_cast<const unsigned char*>(values), static_cast<const unsigned char*>(values) + bytes);
+    bytes_ += e.values.size() + e.stored_bytes;
+    entries_.push_back(std::move(e));
+    while (bytes_ > kMaxBytes && !entries_.empty()) {
+      bytes_ -= entries_.front().values.size() + entries_.front().stored_bytes;
+      entries_.pop_front();
+    }
+  }
+  static void write(hid_t dset, const std::vector<Chunk>& chunks) {
+    for (const auto& c : chunks)
+      ok(H5Dwrite_chunk(dset, H5P_DEFAULT, c.filter_mask, c.offset.data(), c.bytes.size(), c.bytes.data()),
+         "H5Dwrite_chunk");
+  }
+  size_t hits = 0;
+
+ private:
+  // what one table and all of them may hold: an E4 run's op tables at S = 128 are ~3 MB each
+  static constexpr size_t kMaxValueBytes = size_t{16} << 20, kMaxBytes = size_t{96} << 20;
+  struct Entry {
+    Key key;
+    std::vector<unsigned char> values;
+    std::vector<Chunk> chunks;
+    size_t stored_bytes;
+  };
+  std::list<Entry> entries_;
+  size_t bytes_ = 0;
+};
+FilteredChunkCache& filtered_chunk_cache() {
+  static FilteredChunkCache cache;  // used under the library's lock only
+  return cache;
+}
+
 // A dataset of `dims` written once from mem_type data and stored as `stored`: with `compress`,
 // more than 4096 values are chunked (at most chunk_rows rows a chunk) and filtered; anything
 // else is contiguous, with neither a chunk index nor a filter.
@@ -101,17 +199,32 @@ Handle write_whole(hid_t parent, const std::string& name, hid_t mem_type, hid_t 
   hsize_t total = 1;
   for (auto d : dims) total *= d;
   Handle plist;  // none: contiguous (the library's default creation list)
+  FilteredChunkCache::Key key;
   if (compress && total > 4096) {
     plist = Handle(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
     std::vector<hsize_t> chunk = dims;
     chunk[0] = std::max<hsize_t>(1, std::min(dims[0], chunk_rows));
     ok(H5Pset_chunk(plist.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk");
     set_compression(plist.id(), stored);
+    key = {FilteredChunkCache::describe(mem_type), FilteredChunkCache::describe(stored), dims, chunk};
   }
   Handle dset(H5Dcreate2(parent, name.c_str(), stored, space.id(), H5P_DEFAULT, plist.valid() ? plist.id() : H5P_DEFAULT,
                          H5P_DEFAULT),
               H5Dclose, "create dataset " + name);
-  if (total > 0) ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+  if (total == 0) return dset;
+  if (!plist.valid()) {
+    ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+    return dset;
+  }
+  auto& cache = filtered_chunk_cache();
+  const size_t bytes = total * H5Tget_size(mem_type);
+  if (const auto* chunks = cache.find(key, data, bytes)) {
+    FilteredChunkCache::write(dset.id(), *chunks);
+    ++cache.hits;
+    return dset;
+  }
+  ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
+  cache.add(dset.id(), std::move(key), data, bytes);
   return dset;
 }
 template <class T>
@@ -132,6 +245,11 @@ std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::
   return out;
 }
 }  // namespace
+
+size_t reused_filtered_writes() {
+  const Lock lock;
+  return filtered_chunk_cache().hits;
+}
 
 Handle::Handle(hid_t id, Closer closer, const std::string& what) : id_(checked(id, what)), closer_(closer) {}
 Handle& Handle::operator=(Handle&& o) noexcept {

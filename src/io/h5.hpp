@@ -105,6 +105,10 @@ hsize_t dataset_rows(hid_t dset);
 // are chunked (at most chunk_rows rows a chunk) and filtered as an Appendable's.
 Handle write_rows(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, const void* data, hsize_t rows,
                   hsize_t chunk_rows, hid_t file_type = -1, bool compress = true);
+// How many filtered datasets this process wrote from the chunks of an earlier write of the
+// same values instead of through the filters again (write_rows, write_vector, write_matrix
+// keep the chunks of what they filter: src/io/h5.cpp)
+size_t reused_filtered_writes();
 
 // A dataset that grows along its first axis (metrics series, iterate snapshots):
 // chunked, deflate-compressed, rows appended in blocks.
