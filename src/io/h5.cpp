@@ -160,7 +160,7 @@ class FilteredChunkCache {
     e.values.assign(static_cast<const unsigned char*>(values), static_cast<const unsigned char*>(values) + bytes);
     bytes_ += e.values.size() + e.stored_bytes;
     entries_.push_back(std::move(e));
-    while (bytes_ > kMaxBytes && !entries_.empty()) {
+    while ((bytes_ > kMaxBytes || entries_.size() > kMaxEntries) && !entries_.empty()) {
       bytes_ -= entries_.front().values.size() + entries_.front().stored_bytes;
       entries_.pop_front();
     }
@@ -173,8 +173,9 @@ class FilteredChunkCache {
   size_t hits = 0;
 
  private:
-  // what one table and all of them may hold: an E4 run's op tables at S = 128 are ~3 MB each
-  static constexpr size_t kMaxValueBytes = size_t{16} << 20, kMaxBytes = size_t{96} << 20;
+  // what one table and all of them may hold (an E4 run's op tables at S = 128 are ~3 MB each),
+  // and how many tables: a lookup compares keys one by one
+  static constexpr size_t kMaxValueBytes = size_t{16} << 20, kMaxBytes = size_t{96} << 20, kMaxEntries = 256;
   struct Entry {
     Key key;
     std::vector<unsigned char> values;
