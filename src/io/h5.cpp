@@ -93,14 +93,16 @@ void set_compression(hid_t plist, hid_t type) {
   ok(H5Pset_shuffle(plist), "H5Pset_shuffle");
   ok(H5Pset_deflate(plist, 1), "H5Pset_deflate");
 }
-// The filtered datasets a process writes again with the same values are compressed once.
-// An ensemble's columns and a sweep's runs at other step sizes or seeds share their schedule,
-// so each of their files holds the same op tables (and the same delay table while the
-// columns run alike); compressing them again for every file was a twelfth of a 9-column E1
-// ensemble (results/PERFORMANCE.md). The first write goes through the filters and its chunks
-// are kept as stored; a later write of equal values (equal bytes, types, shape and chunks)
-// puts those chunks into the new dataset with H5Dwrite_chunk. Filters are deterministic, so
-// the chunks are byte for byte what filtering the values again would give.
+// The filtered datasets a process writes again with the same values are compressed once,
+// while a ReuseFilteredChunks scope lives (an in-process sweep). An ensemble's columns and a
+// sweep's runs at other step sizes or seeds share their schedule, so each of their files
+// holds the same op tables (and the same delay table while the columns run alike);
+// compressing them again for every file was a twelfth of a 9-column E1 ensemble
+// (results/PERFORMANCE.md). The first write goes through the filters and its chunks are kept
+// as stored; a later write of equal values (equal bytes, types, shape and chunks) puts those
+// chunks into the new dataset with H5Dwrite_chunk. Filters are deterministic, so the chunks
+// are byte for byte what filtering the values again would give. Outside a scope nothing is
+// kept: a lone run's file would only pay for the copies (~1.5 % of E4 at S = 128).
 class FilteredChunkCache {
  public:
   struct Chunk {
@@ -170,7 +172,9 @@ class FilteredChunkCache {
       ok(H5Dwrite_chunk(dset, H5P_DEFAULT, c.filter_mask, c.offset.data(), c.bytes.size(), c.bytes.data()),
          "H5Dwrite_chunk");
   }
+  void clear() { entries_.clear(), bytes_ = 0; }
   size_t hits = 0;
+  int scopes = 0;  // live ReuseFilteredChunks
 
  private:
   // what one table and all of them may hold (an E4 run's op tables at S = 128 are ~3 MB each),
@@ -213,11 +217,11 @@ Handle write_whole(hid_t parent, const std::string& name, hid_t mem_type, hid_t 
                          H5P_DEFAULT),
               H5Dclose, "create dataset " + name);
   if (total == 0) return dset;
-  if (!plist.valid()) {
+  auto& cache = filtered_chunk_cache();
+  if (!plist.valid() || cache.scopes == 0) {
     ok(H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
     return dset;
   }
-  auto& cache = filtered_chunk_cache();
   const size_t bytes = total * H5Tget_size(mem_type);
   if (const auto* chunks = cache.find(key, data, bytes)) {
     FilteredChunkCache::write(dset.id(), *chunks);
@@ -247,6 +251,15 @@ std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::
 }
 }  // namespace
 
+ReuseFilteredChunks::ReuseFilteredChunks() {
+  const Lock lock;
+  ++filtered_chunk_cache().scopes;
+}
+ReuseFilteredChunks::~ReuseFilteredChunks() {
+  const Lock lock;
+  auto& cache = filtered_chunk_cache();
+  if (--cache.scopes == 0) cache.clear();
+}
 size_t reused_filtered_writes() {
   const Lock lock;
   return filtered_chunk_cache().hits;

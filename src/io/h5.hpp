@@ -105,9 +105,18 @@ hsize_t dataset_rows(hid_t dset);
 // are chunked (at most chunk_rows rows a chunk) and filtered as an Appendable's.
 Handle write_rows(hid_t parent, const std::string& name, hid_t mem_type, hsize_t cols, const void* data, hsize_t rows,
                   hsize_t chunk_rows, hid_t file_type = -1, bool compress = true);
-// How many filtered datasets this process wrote from the chunks of an earlier write of the
-// same values instead of through the filters again (write_rows, write_vector, write_matrix
-// keep the chunks of what they filter: src/io/h5.cpp)
+// While one of these lives, write_rows, write_vector and write_matrix keep the stored chunks
+// of what they filter and copy them into a later dataset written with equal values instead of
+// filtering again (src/io/h5.cpp): for a process that writes many run files of one schedule,
+// an in-process sweep. The last one to end drops what was kept.
+class ReuseFilteredChunks {
+ public:
+  ReuseFilteredChunks();
+  ~ReuseFilteredChunks();
+  ReuseFilteredChunks(const ReuseFilteredChunks&) = delete;
+  ReuseFilteredChunks& operator=(const ReuseFilteredChunks&) = delete;
+};
+// how many filtered datasets this process wrote from kept chunks
 size_t reused_filtered_writes();
 
 // A dataset that grows along its first axis (metrics series, iterate snapshots):

@@ -20,6 +20,7 @@
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
+#include "src/io/h5.hpp"
 #include "src/io/sweep_index_file.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/run/checkpoint.hpp"
@@ -168,6 +169,8 @@ std::vector<std::vector<const SweepRun*>> ensemble_groups(const Sweep& sweep, in
 
 SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   SweepSummary sum;
+  // the runs written here share their schedules' tables: filtered once, copied after
+  const h5::ReuseFilteredChunks reuse;
   const fs::path dir = opt.out_dir.empty() ? fs::path("sweeps") / fs::path(sweep.path).stem() : fs::path(opt.out_dir);
   sum.total = static_cast<int64_t>(sweep.runs.size());
   // work items: whole ensembles (formed over the whole grid, so that a run's arithmetic does

@@ -1,7 +1,8 @@
-// A filtered table that the process writes again with the same values is copied from the
-// chunks of the first write (src/io/h5.cpp): the copy reads back as the values, is stored in
-// the same bytes, and anything that would change the stored chunks (one value, the stored
-// type, the chunk shape) is filtered afresh.
+// Inside an h5::ReuseFilteredChunks scope, a filtered table that the process writes again
+// with the same values is copied from the chunks of the first write (src/io/h5.cpp): the copy
+// reads back as the values, is stored in the same bytes, and anything that would change the
+// stored chunks (one value, the stored type, the chunk shape) is filtered afresh. Outside a
+// scope nothing is kept.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -49,7 +50,6 @@ TEST_CASE("ATableWrittenAgainIsCopiedFromTheFirstWritesChunksAndReadsBackTheSame
   std::vector<int64_t> changed = table;
   changed[rows * cols - 1] += 1;  // one value in the last chunk
 
-  const size_t before = h5::reused_filtered_writes();
   auto write_all = [&](const std::string& path, const std::vector<int64_t>& t) {
     auto f = h5::create_file_swmr_capable(path);
     h5::write_rows(f.id(), "table", H5T_NATIVE_INT64, cols, t.data(), rows, chunk_rows, H5T_STD_I32LE);
@@ -57,8 +57,12 @@ TEST_CASE("ATableWrittenAgainIsCopiedFromTheFirstWritesChunksAndReadsBackTheSame
     h5::write_rows(f.id(), "table_rechunked", H5T_NATIVE_INT64, cols, t.data(), rows, 1000, H5T_STD_I32LE);
     h5::write_vector(f.id(), "times", times);  // shuffle + deflate
   };
+  // outside a scope nothing is kept
+  write_all((dir / "outside.h5").string(), table);
+  const h5::ReuseFilteredChunks reuse;
+  const size_t before = h5::reused_filtered_writes();
   write_all((dir / "a.h5").string(), table);
-  CHECK(h5::reused_filtered_writes() - before == 0);  // each differs from the others in type or chunks
+  CHECK(h5::reused_filtered_writes() - before == 0);  // outside.h5's tables were not kept
   write_all((dir / "b.h5").string(), changed);
   CHECK(h5::reused_filtered_writes() - before == 1);  // only "times" is the same
   write_all((dir / "c.h5").string(), table);
