@@ -28,6 +28,7 @@
 #include "src/backend/backend.hpp"
 #include "src/config/config.hpp"
 #include "src/core/build_info.hpp"
+#include "src/core/cpu_target.hpp"
 #include "src/core/error.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
@@ -503,6 +504,8 @@ NB_MODULE(_stale, m) {
   nb::exception<UserError>(m, "ConfigError", PyExc_ValueError);
   m.attr("version") = stale::build::version;
   m.attr("git_sha") = stale::build::git_sha;
+  m.attr("cpu_target") = stale::build::cpu_target;
+  if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) throw nb::import_error(cpu.c_str());
   m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a,
         "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none());
   m.def("schedule", &stale::schedule, "name"_a, "stages"_a, "microbatches"_a, "accumulation"_a, "replicas"_a,

@@ -18,6 +18,7 @@
 #include "src/cli/stability_command.hpp"
 #include "src/cli/sweep_command.hpp"
 #include "src/core/build_info.hpp"
+#include "src/core/cpu_target.hpp"
 #include "src/core/error.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/run/interrupt.hpp"
@@ -34,6 +35,8 @@ namespace {
 
 int cmd_info() {
   std::printf("stale %s (git %s, %s build)\n", build::version, build::git_sha, build::build_type);
+  std::printf("CPU target: %s (run files are bit-identical between machines running the same target)\n",
+              build::cpu_target);
 #ifdef _OPENMP
   std::printf("OpenMP threads: %d\n", omp_get_max_threads());
 #else
@@ -115,6 +118,10 @@ std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e, int 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) {
+    std::fprintf(stderr, "error: %s\n", cpu.c_str());
+    return 2;
+  }
   CLI::App app{"stale: a research harness for stale block-SGD and pipeline-parallel schedules"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("stale ") + build::version + " (git " + build::git_sha + ")",

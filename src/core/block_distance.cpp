@@ -6,15 +6,31 @@
 
 namespace stale {
 
+// The project's order for a block of four coordinates, spelled out: ((x0² + x2²) + (x1² + x3²)),
+// x = z − w, no product fused into a sum. It is the order of Eigen's AVX2 reduction of a
+// four-element segment (what the committed runs logged), but owned here, so that it holds on
+// any vector width: Eigen on AVX-512 sums such a segment otherwise, and GCC would contract
+// x0² + x2² into an FMA on x86-64-v3 but not on generic x86-64.
+[[gnu::optimize("fp-contract=off")]] double block_of_four_sq_distance(const double* z, const double* w) {
+  const double x0 = z[0] - w[0], x1 = z[1] - w[1], x2 = z[2] - w[2], x3 = z[3] - w[3];
+  return (x0 * x0 + x2 * x2) + (x1 * x1 + x3 * x3);
+}
+
 namespace {
-// sum + the stale blocks from `first` on, each block's squared norm by Eigen; z_at(i): where
-// block i of z starts
+bool blocks_of_four(const BlockPartition& P) { return P.dim() == 4 * static_cast<Index>(P.stages()) && P.max_size() == 4; }
+
+// sum + the stale blocks from `first` on; z_at(i): where block i of z starts. Blocks of four take
+// the order above; other blocks Eigen's squaredNorm, whose order is fixed by the build's
+// instruction-set target (CMakeLists.txt)
 template <class ZAt>
 double add_blocks_from(int first, double sum, const ZAt& z_at, const double* w, const BlockPartition& P,
                        const std::vector<int64_t>& delays) {
+  const bool fours = blocks_of_four(P);
   for (int i = first; i < P.stages(); ++i)
     if (delays[static_cast<size_t>(i)] > 0)
-      sum += (Eigen::Map<const Vec>(z_at(i), P.size(i)) - Eigen::Map<const Vec>(w + P.offset(i), P.size(i))).squaredNorm();
+      sum += fours ? block_of_four_sq_distance(z_at(i), w + P.offset(i))
+                   : (Eigen::Map<const Vec>(z_at(i), P.size(i)) - Eigen::Map<const Vec>(w + P.offset(i), P.size(i)))
+                         .squaredNorm();
   return sum;
 }
 
@@ -26,9 +42,9 @@ double distance(const ZAt& z_at, const double* w, const BlockPartition& P, const
   const int S = P.stages();
   // Four blocks of four: squares A, B, C, D (a block each); the 128-bit halves added pairwise
   // give (x0² + x2², x1² + x3²) per block, and one horizontal add finishes all four blocks —
-  // the order of Eigen's packet reduction of a four-element segment. The per-block
-  // horizontal reduction of the plain loop was most of an RPD update's own time at S = 128.
-  if (P.dim() == 4 * static_cast<Index>(S) && P.max_size() == 4) {  // every block of four
+  // block_of_four_sq_distance's order. The per-block horizontal reduction of the plain loop was
+  // most of an RPD update's own time at S = 128.
+  if (blocks_of_four(P)) {
     auto square = [&](int b) {
       const __m256d x = _mm256_sub_pd(_mm256_loadu_pd(z_at(b)), _mm256_loadu_pd(w + 4 * b));
       return _mm256_mul_pd(x, x);

@@ -255,6 +255,8 @@ void RunFile::write_root(const std::string& config_toml, int64_t seed, const std
   h5::write_attr(f, "schema_version", int64_t{1});
   h5::write_attr(f, "version", std::string(build::version));
   h5::write_attr(f, "git_sha", std::string(build::git_sha));
+  // which code computed it: run files of one target carry the same bits on every machine
+  h5::write_attr(f, "cpu_target", std::string(build::cpu_target));
   h5::write_attr(f, "config", config_toml);
   h5::write_attr(f, "seed", seed);
   h5::write_attr(f, "backend", backend);

@@ -1,0 +1,13 @@
+#pragma once
+// The build's instruction-set target against the CPU it runs on. The default build is compiled
+// for x86-64-v3 (CMakeLists.txt, "the instruction-set target"); on a CPU without AVX2 or FMA it
+// would die of SIGILL somewhere in the first vector loop. Asked first thing by every front end,
+// it becomes one line instead: what is missing and how to build for this machine.
+#include <string>
+
+namespace stale {
+
+// "" when this CPU runs everything the build was compiled for, else the one-line reason
+std::string cpu_target_mismatch();
+
+}  // namespace stale
