@@ -25,7 +25,8 @@ OUT=$BUILD/host_emulation
 mkdir -p "$OUT"
 HDF5_INC=/usr/include/hdf5/serial
 HDF5_LIB=$(ls /usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so 2>/dev/null || echo -lhdf5)
-FLAGS=(-std=c++20 -O2 -march=native -fopenmp -w -I"$EMU" -I"$ROOT" -I"$BUILD/generated" -I/usr/include/eigen3
+# the main build's target and fixed Eigen blocking (CMakeLists.txt, "the instruction-set target")
+FLAGS=(-std=c++20 -O2 -march=x86-64-v3 -DEIGEN_NO_CPUID -DEIGEN_DONT_PARALLELIZE -fopenmp -w -I"$EMU" -I"$ROOT" -I"$BUILD/generated" -I/usr/include/eigen3
        -I"$HDF5_INC" -DSTALE_SOURCE_DIR="\"$ROOT\"" -DSTALE_BINARY_DIR="\"$BUILD\"")
 
 compile() {  # source object [extra flags]
