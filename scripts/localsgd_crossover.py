@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import stale
+from stale.analysis import grid_edge
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 D = 64
@@ -89,7 +90,7 @@ def main() -> int:
     restricted = best_of([lr for lr in LRS if lr >= RESTRICTED])
     full_rows, ratio_grid = table(best)
     cut_rows, cut_grid = table(restricted)
-    edge = [k for k, (_, lr) in best.items() if lr in (LRS[0], LRS[-1])]
+    edge = [k for k, (_, lr) in best.items() if grid_edge(lr, LRS)]
     lines = ["# LocalSGD against PipeDream on logistic regression: where the crossover lies", "",
              f"Made by `python3 scripts/localsgd_crossover.py` ({len(tasks)} runs, {wall:.0f} s wall, "
              f"{cpu:.0f} CPU s on the 2-core development machine).",

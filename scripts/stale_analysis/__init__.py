@@ -10,7 +10,7 @@ from .errors import AnalysisError, run_cli, warn
 from .runs import DIVERGENCE_FACTOR, Run, divergence_reason, is_diverged, load_run, load_runs, open_h5
 from .grouping import Group, filter_runs, group_runs, parse_keys, parse_where, sort_key
 from .sweeps import axes_of, find_sweep, group_rows, mean_curve, read_index
-from .stepsize import THRESHOLDS, choose, is_stable, select, tail_stats
+from .stepsize import THRESHOLDS, choose, grid_edge, is_stable, select, tail_stats
 from .fits import fit_exponent, positive_tail
 from .schema import INDEX_RESULTS, METRIC_NAMES, METRICS, Metric, axis_label, metric_info
 
@@ -19,7 +19,7 @@ __all__ = [
     "DIVERGENCE_FACTOR", "Run", "divergence_reason", "is_diverged", "load_run", "load_runs", "open_h5",
     "Group", "filter_runs", "group_runs", "parse_keys", "parse_where", "sort_key",
     "axes_of", "find_sweep", "group_rows", "mean_curve", "read_index",
-    "THRESHOLDS", "choose", "is_stable", "select", "tail_stats",
+    "THRESHOLDS", "choose", "grid_edge", "is_stable", "select", "tail_stats",
     "fit_exponent", "positive_tail",
     "INDEX_RESULTS", "METRIC_NAMES", "METRICS", "Metric", "axis_label", "metric_info",
 ]

@@ -16,10 +16,10 @@ def warn(message: str) -> None:
 
 def run_cli(main, argv=None) -> int:
     """Runs main(argv); an AnalysisError (or a missing/unreadable file) becomes one line on
-    stderr and exit code 2."""
+    stderr and exit code 2. An int main returns is the exit code (None: 0)."""
     prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "stale-analysis"
     try:
-        main(argv)
+        rc = main(argv)
     except AnalysisError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
@@ -29,4 +29,4 @@ def run_cli(main, argv=None) -> int:
     except OSError as e:  # h5py raises OSError for files that are not HDF5
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
-    return 0
+    return rc if isinstance(rc, int) else 0

@@ -79,6 +79,15 @@ def choose(candidates: dict[float, dict], rule: str = "stable", lm: bool = False
     return min(finite, key=lambda k: finite[k]["tail_mean"]), "none stable: lowest tail mean"
 
 
+def grid_edge(lr: float, grid) -> str:
+    """'smallest' or 'largest' when lr is at that end of a grid of ≥ 2 step sizes, else '': a
+    rule's choice at an edge may lie beyond the grid, so the grid should be widened there."""
+    grid = sorted(set(float(g) for g in grid))
+    if len(grid) < 2:
+        return ""
+    return "smallest" if lr == grid[0] else "largest" if lr == grid[-1] else ""
+
+
 def select(sweep_dir: str, lr_key: str = "method.lr", seed_key: str = "seed", rule: str = "stable", lm: bool = False,
            x: str = "k", y: str = "subopt") -> list[dict]:
     """For every configuration of the sweep (all varying keys but the step size and the seed,
@@ -101,7 +110,8 @@ def select(sweep_dir: str, lr_key: str = "method.lr", seed_key: str = "seed", ru
         lr, why = choose(stats, rule, lm)
         finals = [float(r[y]) if r.get(y) not in ("", None) else math.inf for r in by_lr[lr]]
         with np.errstate(all="ignore"):
-            out.append({"config": dict(cfg), "lr": lr, "why": why, "stats": stats, "curve": curves[lr],
+            out.append({"config": dict(cfg), "lr": lr, "why": why, "grid_edge": grid_edge(lr, list(by_lr)),
+                        "stats": stats, "curve": curves[lr],
                         "final_mean": float(np.mean(finals)), "final_min": float(np.min(finals)),
                         "final_max": float(np.max(finals)), "seeds": len(finals), "rows": by_lr[lr]})
     return out

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import decaying, script, write_sweep
-from stale_analysis import choose, fit_exponent, is_stable, positive_tail, tail_stats
+from stale_analysis import choose, fit_exponent, grid_edge, is_stable, positive_tail, tail_stats
 from stale_analysis.fits import r_squared
 
 
@@ -98,17 +98,37 @@ def test_positive_tail():
 def test_stepsize_cli_sorts_configurations_numerically(tmp_path):
     points = []
     for delta in (180, 8, 30):
-        for lr in (0.01, 0.02):
+        for lr in (0.005, 0.01, 0.02):
             for seed in (0, 1):
                 points.append(({"delay.max": delta, "method.lr": lr, "seed": seed},
-                               decaying(1.0 + delta / 100 + (lr == 0.02) * 0.5), "ok"))
+                               decaying(1.0 + delta / 100 + (lr == 0.02) * 0.5 + (lr == 0.005) * 0.3), "ok"))
     d = write_sweep(tmp_path / "sw", points)
     r = script("stepsize.py", d)
     assert r.returncode == 0, r.stderr
-    assert r.stderr == ""  # no numpy warnings
+    assert r.stderr == ""  # no numpy warnings, and no choice at a grid edge
     configs = [line.split("|")[1].strip() for line in r.stdout.splitlines()[2:]]
     assert configs == ["delay.max=8", "delay.max=30", "delay.max=180"]
     assert all("| 0.01 |" in line for line in r.stdout.splitlines()[2:])
+
+
+def test_stepsize_cli_warns_when_the_choice_is_at_a_grid_edge(tmp_path):
+    # the best step size is the grid's largest for δ = 8 (the curve still improves with γ), and
+    # interior for δ = 30
+    points = []
+    for delta in (8, 30):
+        for lr in (0.01, 0.02, 0.04):
+            better = {0.01: 0.6, 0.02: 0.3, 0.04: 0.0} if delta == 8 else {0.01: 0.6, 0.02: 0.0, 0.04: 0.4}
+            points.append(({"delay.max": delta, "method.lr": lr, "seed": 0}, decaying(1.0 + better[lr]), "ok"))
+    d = write_sweep(tmp_path / "sw", points)
+    r = script("stepsize.py", d)
+    assert r.returncode == 0, r.stderr
+    warnings_ = r.stderr.strip().splitlines()
+    assert len(warnings_) == 1 and "delay.max=8" in warnings_[0] and "largest step size of the grid" in warnings_[0]
+    rows = r.stdout.splitlines()[2:]
+    assert "0.04 (grid's largest)" in rows[0] and "grid's" not in rows[1]
+    assert script("stepsize.py", d, "--strict").returncode == 1
+    assert grid_edge(0.01, [0.04, 0.01, 0.02]) == "smallest" and grid_edge(0.02, [0.01, 0.02, 0.04]) == ""
+    assert grid_edge(0.01, [0.01]) == ""  # a grid of one step size has no edge to widen
 
 
 def test_stepsize_cli_unknown_lr_key_is_one_line(tmp_path):
