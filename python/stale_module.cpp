@@ -29,6 +29,7 @@
 #include "src/config/config.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/cpu_target.hpp"
+#include "src/run/config_rules.hpp"
 #include "src/core/error.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
@@ -156,9 +157,10 @@ nb::dict theory_dict(const TheoryConstants& t) {
 }
 
 nb::dict run(const std::string& path, const std::string& text, const std::vector<std::string>& overrides,
-             const std::string& out, bool force, bool progress, std::optional<Array2> X, std::optional<Array1> y,
-             std::optional<Array1> w_true) {
+             const std::string& out, bool force, bool progress, bool drop_unread, std::optional<Array2> X,
+             std::optional<Array1> y, std::optional<Array1> w_true) {
   Config cfg = make_config(path, text, overrides);
+  if (drop_unread) drop_unread_keys(cfg);
   std::shared_ptr<const Objective> objective;
   if (X.has_value() != y.has_value()) throw UserError("stale.run: pass both X and y, or neither");
   if (X) {
@@ -506,7 +508,7 @@ NB_MODULE(_stale, m) {
   m.attr("git_sha") = stale::build::git_sha;
   m.attr("cpu_target") = stale::build::cpu_target;
   if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) throw nb::import_error(cpu.c_str());
-  m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a,
+  m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a, "drop_unread"_a,
         "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none());
   m.def("schedule", &stale::schedule, "name"_a, "stages"_a, "microbatches"_a, "accumulation"_a, "replicas"_a,
         "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a);

@@ -6,7 +6,8 @@ holds one run of it with the command that made it.
     python3 scripts/bench_performance.py [--bin build/stale] [--baseline OTHER/stale]
                                          [--bench build/bench_rpd] [--repeat 5]
 
---baseline runs the same cases with another build (e.g. an older commit) for comparison.
+--baseline runs the same cases with another build (e.g. an older commit, or a -march=native
+build) for comparison, in alternating rounds (--repeat of them; each case's median).
 Nothing here is a pass/fail test: it measures and prints ratios.
 """
 import argparse
@@ -131,12 +132,20 @@ def main():
             sys.exit(f"bench_performance: {p} is not an executable (build first: bash scripts/build.sh)")
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        (tmp / "new").mkdir()
-        new = cases(a.bin, tmp / "new", a.repeat)
-        base = None
-        if a.baseline:
-            (tmp / "base").mkdir()
-            base = cases(a.baseline, tmp / "base", a.repeat)
+        if not a.baseline:
+            (tmp / "new").mkdir()
+            new, base = cases(a.bin, tmp / "new", a.repeat), None
+        else:
+            # the two builds in alternating rounds, each case's median over the rounds: a load
+            # that changes within minutes (a shared machine) then falls on both builds alike
+            rounds = {"new": [], "base": []}
+            for r in range(a.repeat):
+                for key, binary in (("new", a.bin), ("base", a.baseline)):
+                    d = tmp / f"{key}{r}"
+                    d.mkdir()
+                    rounds[key].append(cases(binary, d, 1))
+            new, base = ({k: statistics.median(c[k] for c in rounds[key]) for k in rounds[key][0]}
+                         for key in ("new", "base"))
     per_update, floor = bench_rpd(a.bench) if os.access(a.bench, os.X_OK) else (float("nan"), float("nan"))
 
     print(f"measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores; load average at the end "

@@ -12,11 +12,14 @@ from .config import resolve, sweep_toml
 from .results import Run, load, load_sweep
 
 
-def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, progress=False, **overrides) -> Run:
+def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, progress=False, drop_unread=False,
+        **overrides) -> Run:
     """Run one config in this process and return its Run.
 
     config: a TOML path or a dict (None: the defaults); overrides: config keys as keyword
-    arguments (**{"method.lr": 0.01} or method__lr=0.01). Without `out` nothing is written and
+    arguments (**{"method.lr": 0.01} or method__lr=0.01); a key given as None is unset (its
+    default, as if never given), and drop_unread=True drops every key the run would not read
+    (switching method.name leaves the old method's keys behind). Without `out` nothing is written and
     the arrays come from memory; with `out` the run file is written there (as `stale run
     --out`; an existing file needs force=True) and read back. X, y (and optionally w_true):
     least squares (objective.name = "quadratic") or logistic regression on these arrays instead
@@ -35,7 +38,7 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, prog
         if w_true is not None:
             arrays["w_true"] = np.ravel(np.asarray(w_true, dtype=np.float64))
     fields = _stale.run(path, text, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
-                        **arrays)
+                        bool(drop_unread), **arrays)
     if out is not None:
         return load(fields["path"])
     return Run(fields)

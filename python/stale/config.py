@@ -37,7 +37,8 @@ def key_of(name: str) -> str:
 
 
 def assignments(values: dict) -> list[str]:
-    return [f"{k}={toml_value(v)}" for k, v in flatten(values).items()]
+    """"key=value" for each key; "~key" (unset: the key's default) for a value of None"""
+    return [f"~{k}" if v is None else f"{k}={toml_value(v)}" for k, v in flatten(values).items()]
 
 
 def resolve(config, overrides: dict) -> tuple[str, str, list[str]]:

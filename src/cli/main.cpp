@@ -21,6 +21,7 @@
 #include "src/core/cpu_target.hpp"
 #include "src/core/error.hpp"
 #include "src/run/checkpoint.hpp"
+#include "src/run/config_rules.hpp"
 #include "src/run/interrupt.hpp"
 #include "src/run/resource_estimate.hpp"
 #include "src/run/runner.hpp"
@@ -35,8 +36,10 @@ namespace {
 
 int cmd_info() {
   std::printf("stale %s (git %s, %s build)\n", build::version, build::git_sha, build::build_type);
-  std::printf("CPU target: %s (run files are bit-identical between machines running the same target)\n",
-              build::cpu_target);
+  std::printf("CPU target: %s (%s)\n", build::cpu_target,
+              std::strcmp(build::cpu_target, "native") == 0
+                  ? "this build machine's own instruction set: run files may differ from other machines' in the last bits"
+                  : "run files are bit-identical between machines running the same target");
 #ifdef _OPENMP
   std::printf("OpenMP threads: %d\n", omp_get_max_threads());
 #else
@@ -58,7 +61,7 @@ int cmd_info() {
 int interrupted_exit_code() { return 128 + (stop_signal() != 0 ? stop_signal() : SIGINT); }
 
 int cmd_run(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& out,
-            bool quiet, bool force, const std::string& resume, bool cont) {
+            bool quiet, bool force, const std::string& resume, bool cont, bool drop_unread) {
   install_stop_handlers();
   RunOptions o;
   o.overwrite = force;
@@ -76,6 +79,11 @@ int cmd_run(const std::string& config_path, const std::vector<std::string>& over
     if (config_path.empty()) throw UserError("stale run needs a config file (or --resume RUN.h5.partial)");
     cfg = Config::from_file(config_path);
     for (const auto& ov : overrides) cfg.apply_override(ov);
+    if (drop_unread) {
+      std::string dropped;
+      for (const auto& key : drop_unread_keys(cfg)) dropped += (dropped.empty() ? "" : ", ") + key;
+      if (!dropped.empty() && !quiet) std::fprintf(stderr, "--drop-unread: not read by this run, dropped: %s\n", dropped.c_str());
+    }
   }
   o.progress = !quiet && (resume.empty() ? cfg.get_bool("log.progress") : true);
   const RunResult r = cont && resume.empty() ? run_or_resume(cfg, out.empty() ? default_run_path(cfg) : out, o)
@@ -132,9 +140,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> overrides;
   bool quiet = false, force = false;
   std::string resume;
-  bool cont = false;
+  bool cont = false, drop_unread = false;
   run->add_option("config", config_path, "TOML config file");
-  run->add_option("overrides", overrides, "key=value overrides, e.g. method.lr=0.01 delay.max=60");
+  run->add_option("overrides", overrides, "key=value overrides, e.g. method.lr=0.01 delay.max=60; ~key unsets a key");
+  run->add_flag("--drop-unread", drop_unread,
+                "drop (reset to their defaults) the keys this run would not read, e.g. delay.* after "
+                "method.name=pipedream, instead of refusing them");
   run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>.h5)");
   run->add_flag("--quiet,-q", quiet, "no progress on stderr");
   run->add_flag("--force", force, "replace a finished run file at the output path");
@@ -167,7 +178,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force, resume, cont);
+    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force, resume, cont, drop_unread);
     if (app.got_subcommand("info")) return cmd_info();
     if (app.got_subcommand("schedule")) return run_schedule_command();
     if (app.got_subcommand("sweep")) {

@@ -332,9 +332,17 @@ Config Config::from_file(const std::string& path) {
 }
 
 void Config::apply_override(const std::string& assignment) {
+  // ~key unsets a key: back to its default, as if never given (switching a method leaves the
+  // keys only the old one read)
+  if (!assignment.empty() && assignment[0] == '~' && assignment.find('=') == std::string::npos) {
+    const std::string key = assignment.substr(1);
+    if (!find_key(key)) unknown_key(key, "override '" + assignment + "'");
+    reset(key);
+    return;
+  }
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw UserError("override '" + assignment + "': expected key=value, e.g. method.lr=0.01");
+    throw UserError("override '" + assignment + "': expected key=value, e.g. method.lr=0.01, or ~key to unset a key");
   const std::string key = assignment.substr(0, eq);
   const std::string value = assignment.substr(eq + 1);
   const KeySpec* spec = find_key(key);

@@ -48,7 +48,8 @@ class Config {
   static Config from_file(const std::string& path);
   static Config from_string(const std::string& toml_text, const std::string& origin);
 
-  // "objective.dim=256"; the value is parsed as TOML, bare words as strings
+  // "objective.dim=256"; the value is parsed as TOML, bare words as strings. "~key" unsets the
+  // key (its default, as if never given)
   void apply_override(const std::string& assignment);
   void set(const std::string& key, const ConfigValue& value, const std::string& origin);
 

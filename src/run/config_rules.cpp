@@ -128,18 +128,50 @@ std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) 
   if (opt == "adamw") read.insert({"method.beta1", "method.beta2", "method.eps", "method.weight_decay"});
   if (cfg.get_string("method.lr_schedule") == "cosine") read.insert("method.lr_min");
 
+  // the true reason where there is one: a method that reads no delay model at all
+  std::string no_delay_model;
+  if (m.kind == MethodKind::ScheduleDriven)
+    no_delay_model = "method.name = " + m.name + " reads no delay model (its delays come from its schedule)";
+  else if (m.kind == MethodKind::Fresh)
+    no_delay_model = "method.name = " + m.name + " reads no delay model (it reads every block fresh)";
+
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& spec : config_schema()) {
     if (spec.key.rfind("log.", 0) == 0 || read.count(spec.key) || !cfg.is_set(spec.key)) continue;
     if (cfg.value_text(spec.key) == value_to_string(spec.fallback)) continue;  // at its default: changes nothing
-    out.emplace_back(spec.key, "is set but not read by this run (" + chosen + "); it applies to " + readers_of(cfg, spec.key));
+    if (spec.key.rfind("delay.", 0) == 0 && !no_delay_model.empty())
+      out.emplace_back(spec.key, "is set but not read: " + no_delay_model);
+    else
+      out.emplace_back(spec.key,
+                       "is set but not read by this run (" + chosen + "); it applies to " + readers_of(cfg, spec.key));
   }
   return out;
 }
 
 void check_unread_keys(const Config& cfg) {
   const auto unread = unread_keys(cfg);
-  if (!unread.empty()) config_error(unread.front().first, unread.front().second);
+  if (unread.empty()) return;
+  const std::string fix = "; remove " + std::string(unread.size() == 1 ? "it" : "them") +
+                          ", unset each with ~KEY (Python: KEY=None), or pass --drop-unread (Python: "
+                          "drop_unread=True; sweeps: unread = \"drop\")";
+  if (unread.size() == 1) config_error(unread.front().first, unread.front().second + fix);
+  std::string msg = std::to_string(unread.size()) + " keys are set but not read by this run: ";
+  for (size_t i = 0; i < unread.size(); ++i) {
+    std::string why = unread[i].second;  // "is set but not read: …" or "… by this run (…); it applies to …"
+    const std::string lead = "is set but not read";
+    if (why.rfind(lead, 0) == 0) why = why.substr(lead.size() + (why.compare(lead.size(), 1, ":") == 0 ? 2 : 1));
+    msg += (i ? "; " : "") + unread[i].first + " — " + why;
+  }
+  throw UserError("config: " + msg + fix);
+}
+
+std::vector<std::string> drop_unread_keys(Config& cfg) {
+  std::vector<std::string> dropped;
+  for (const auto& [key, why] : unread_keys(cfg)) {
+    cfg.reset(key);
+    dropped.push_back(key);
+  }
+  return dropped;
 }
 
 }  // namespace stale

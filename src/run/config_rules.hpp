@@ -15,7 +15,10 @@ namespace stale {
 // the explicitly set keys (not at their default) that the run would not read, each with the
 // one-line reason
 std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg);
-// throws UserError for the first of them
+// throws UserError naming all of them in one line, each with its reason, and the ways out
 void check_unread_keys(const Config& cfg);
+// resets them to their defaults (`stale run --drop-unread`, Python drop_unread=True, a sweep's
+// unread = "drop"); returns the keys dropped
+std::vector<std::string> drop_unread_keys(Config& cfg);
 
 }  // namespace stale

@@ -214,7 +214,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
         }
       }
       if (drop_unread)
-        for (const auto& [key, why] : unread_keys(r.config)) r.config.reset(key);
+        drop_unread_keys(r.config);
       try {
         check_unread_keys(r.config);  // a bad grid point fails the sweep before anything runs
       } catch (const UserError& e) {

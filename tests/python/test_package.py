@@ -142,6 +142,23 @@ def test_config_errors_raise_config_error_and_write_nothing(tmp_path):
     assert stale.run(QUICK, out=out, force=True, method__updates=60).summary["k"] == 60
 
 
+def test_switching_the_method_in_one_call(stale_bin, tmp_path):
+    # the quickstart (rpd, uniform delays up to 60) as PipeDream: the delay model's key is left
+    # over; None unsets it, drop_unread drops every such key, and both equal the CLI's ways
+    with pytest.raises(stale.ConfigError, match=r"delay\.max.*reads no delay model.*~KEY.*--drop-unread"):
+        stale.run(QUICK, method__name="pipedream", method__updates=64)
+    a = stale.run(QUICK, method__name="pipedream", method__updates=64, delay__max=None)
+    b = stale.run(QUICK, method__name="pipedream", method__updates=64, drop_unread=True)
+    assert_same_run(a, b)
+    cli(stale_bin, "run", QUICK, "method.name=pipedream", "method.updates=64", "~delay.max", "--quiet", "--out",
+        tmp_path / "unset.h5")
+    r = subprocess.run([stale_bin, "run", QUICK, "method.name=pipedream", "method.updates=64", "--drop-unread",
+                        "--out", tmp_path / "dropped.h5"], capture_output=True, text=True)
+    assert r.returncode == 0 and "--drop-unread: not read by this run, dropped: delay.max" in r.stderr
+    for f in ("unset.h5", "dropped.h5"):
+        assert_same_run(a, stale.load(tmp_path / f))
+
+
 def test_a_diverged_run_is_a_result():
     r = stale.run(QUICK, **{"method.lr": 0.5})
     assert r.status == "diverged" and "exceeded log.divergence" in r.message

@@ -54,6 +54,52 @@ TEST_CASE("AKeyTheRunDoesNotReadIsAnErrorNamingItAndWhatReadsIt") {
   check_refused("method.prediction=false method.name=pipedream", "method.prediction", "pipemare");
 }
 
+TEST_CASE("SwitchingTheMethodNamesEveryLeftoverKeyOnceWithTheTrueReasonAndTheWaysOut") {
+  // the quickstart's rpd config switched to pipedream and to bcd: the delay model's keys are
+  // left over, all of them in one message, with the reason (no delay model read) and the fixes
+  for (const std::string method : {"pipedream", "bcd"}) {
+    Config c = test::small_config();
+    c.apply_override("delay.name=uniform");
+    c.apply_override("delay.max=60");
+    c.apply_override("method.optimizer=momentum");
+    c.apply_override("method.momentum=0.5");
+    c.apply_override("method.name=" + method);
+    const auto unread = unread_keys(c);
+    REQUIRE(unread.size() == 1);  // delay.name is read by every run (it is the choice itself)
+    CHECK(unread[0].first == "delay.max");
+    CHECK(unread[0].second.find("method.name = " + method + " reads no delay model") != std::string::npos);
+    CHECK(unread[0].second.find(method == "bcd" ? "every block fresh" : "from its schedule") != std::string::npos);
+    c.apply_override("method.lr_min=0.001");  // a second leftover: both named in one line
+    try {
+      check_unread_keys(c);
+      FAIL("accepted");
+    } catch (const UserError& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("2 keys are set but not read") != std::string::npos);
+      CHECK(msg.find("delay.max — method.name = " + method) != std::string::npos);
+      CHECK(msg.find("method.lr_min — by this run") != std::string::npos);
+      CHECK(msg.find("~KEY") != std::string::npos);
+      CHECK(msg.find("--drop-unread") != std::string::npos);
+      CHECK(msg.find('\n') == std::string::npos);
+    }
+    // the two ways out: unset each key, or drop all that are not read
+    Config unset = c;
+    unset.apply_override("~delay.max");
+    unset.apply_override("~method.lr_min");
+    CHECK_NOTHROW(check_unread_keys(unset));
+    CHECK(!unset.is_set("delay.max"));
+    CHECK(unset.get_int("delay.max") == Config{}.get_int("delay.max"));
+    Config dropped = c;
+    CHECK(drop_unread_keys(dropped) == std::vector<std::string>{"delay.max", "method.lr_min"});
+    CHECK_NOTHROW(check_unread_keys(dropped));
+    CHECK(dropped.get_float("method.momentum") == 0.5);  // what the run reads stays
+    CHECK(dropped.to_toml() == unset.to_toml());
+  }
+  // ~ of a key that does not exist is the unknown-key error, not a silent no-op
+  Config c = test::small_config();
+  CHECK_THROWS_AS(c.apply_override("~delay.maxx"), UserError);
+}
+
 TEST_CASE("KeysTheRunReadsOrThatStayAtTheirDefaultPass") {
   Config c = test::small_config();
   c.apply_override("delay.name=uniform");
