@@ -19,7 +19,7 @@ class DelayModel {
  public:
   virtual ~DelayModel() = default;
   virtual std::string name() const = 0;
-  // the largest delay the model can produce: sizes the version store, enters the bound as δ
+  // the largest delay the model can produce (delay.max): sizes the version store
   virtual int64_t bound() const = 0;
   virtual int64_t delay(int64_t k, int block) const = 0;
   // d[i] = delay(k, i) for every block i < d.size(): one call per update, so that a model can
@@ -31,6 +31,12 @@ class DelayModel {
   virtual double steady_state_mean() const = 0;
   // number of updates the model has delays for (a replayed table ends; draws do not)
   virtual int64_t horizon() const { return INT64_MAX; }
+  // the largest delay of updates 0..updates−1 over `blocks` blocks: what a run of that length
+  // actually reads, the δ of its bound (docs/theory.md §3). ≤ bound(): below it when the run
+  // is shorter than the ramp min(δ, k) or its draws never reach δ. Scans from the last update
+  // down and stops once min(bound(), k) cannot beat the best found (uniform draws hit δ after
+  // about δ + 1 draws; constant and zero stop at once).
+  int64_t largest_delay(int64_t updates, int blocks) const;
 };
 
 std::unique_ptr<DelayModel> make_zero_delay();

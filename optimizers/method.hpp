@@ -25,15 +25,28 @@ struct SimResult;
 // delay table, the bound — reads K and δ from here, never from method.updates.
 struct RunPlan {
   int64_t updates = 0;           // K: block updates the run performs (unless it diverges)
-  int64_t delay_bound = 0;       // δ of docs/theory.md §3 (0 for fresh-read methods)
-  double delay_mean = 0;         // steady-state mean delay (reports)
+  // δ of docs/theory.md §3: the largest delay any read of the run has, warm-up and drain
+  // included (fresh reads 0; a schedule: its simulated table's maximum; rpd: the largest delay
+  // its model draws in K updates). 0 when only the run can tell (coupled timelines): then the
+  // running maximum measured along it is δ — bound_delay() is the one rule.
+  int64_t delay_bound = 0;
+  int64_t delay_max_steady = 0;   // the steady-state maximum (schedules: the paper's S² − S/2), reports
+  double delay_mean_steady = 0;   // the steady-state mean delay, reports
   std::string delay_name = "zero";
   // schedule-driven methods and rpd over a schedule: the planned schedule and its simulation
   std::shared_ptr<const Schedule> schedule;
   std::shared_ptr<const SimResult> simulation;
   std::string note;              // how K was derived when it is not method.updates
   bool executes_schedule = false;  // the method runs the schedule's ops (the run file gets /schedule)
+
+  int64_t bound_delay(int64_t measured) const;
 };
+
+// δ of the bound (docs/theory.md §3) once the run has read delays up to `measured` (the largest
+// so far): the planned δ, or the measured one where the plan could not know it (a coupled
+// timeline plans 0). The one rule: the metrics observer's rows and /theory both ask it.
+inline int64_t bound_delay(int64_t planned, int64_t measured) { return planned > measured ? planned : measured; }
+inline int64_t RunPlan::bound_delay(int64_t measured) const { return stale::bound_delay(delay_bound, measured); }
 
 // What a run measured beyond its metrics; the runner writes it into the run file.
 struct RunReport {

@@ -90,11 +90,13 @@ class Rpd final : public Method {
   Rpd(MethodParams p, std::shared_ptr<const DelayModel> delays, RpdOrder order)
       : p_(p), delays_(std::move(delays)), order_(std::move(order)) {}
   std::string name() const override { return "rpd"; }
-  RunPlan plan(const Objective&) const override {
+  RunPlan plan(const Objective& f) const override {
     RunPlan pl;
     pl.updates = p_.updates;
-    pl.delay_bound = delays_->bound();
-    pl.delay_mean = delays_->steady_state_mean();
+    // δ is what the run's reads reach, not delay.max: a short run or sparse draws stay below it
+    pl.delay_bound = delays_->largest_delay(p_.updates, f.stages());
+    pl.delay_max_steady = delays_->bound();
+    pl.delay_mean_steady = delays_->steady_state_mean();
     pl.delay_name = delays_->name();
     pl.schedule = order_.schedule;
     pl.simulation = order_.simulation;

@@ -247,8 +247,12 @@ RunPlan plan_schedule_run(const PlanOptions& options, const Objective& f) {
   STALE_CHECK(schedule->blocks() == J, "schedule blocks = objective blocks");
   RunPlan pl;
   pl.executes_schedule = true;
+  // the whole run's largest delay, warm-up and drain included: every read the run makes is
+  // one the simulation made (docs/theory.md §3); the steady state's values are reports
   pl.delay_bound = sim->delays.max_overall();
-  pl.delay_mean = sim->steady_delays.updates() > 0 ? sim->steady_delays.mean_overall() : sim->delays.mean_overall();
+  const DelayStats& steady = sim->steady_delays.updates() > 0 ? sim->steady_delays : sim->delays;
+  pl.delay_max_steady = steady.max_overall();
+  pl.delay_mean_steady = steady.mean_overall();
   pl.delay_name = "schedule:" + opt.schedule;
   if (opt.coupled) {
     // the delays come from the coupled timeline as the run goes: δ is measured along the run

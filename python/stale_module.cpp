@@ -144,7 +144,8 @@ nb::dict theory_dict(const TheoryConstants& t) {
   d["f_star_method"] = t.f_star_method;
   d["delta"] = t.delta;
   d["delay_model"] = t.delay_model;
-  d["delay_mean"] = t.delay_mean;
+  d["delta_steady"] = t.delta_steady;
+  d["delay_mean_steady"] = t.delay_mean_steady;
   d["G"] = t.G;
   d["lr"] = t.lr;
   d["Delta0"] = t.delta0;

@@ -67,13 +67,14 @@ class Run:
         m = self._metrics
         return {"status": self.status, "k": int(m["k"][-1]), "subopt": float(m["subopt"][-1]),
                 "grad_norm_sq_mean": float(m["grad_norm_sq_mean"][-1]), "bound": float(m["bound"][-1]),
+                "delta": int(self.theory["delta"]) if "delta" in (self.theory or {}) else None,
                 "wall_seconds": self.wall_seconds}
 
     def __repr__(self) -> str:
         s = self.summary
         where = f" {self.path}" if self.path else ""
         return (f"<stale.Run{where}: status={s['status']} k={s['k']} f-f*={s['subopt']:.6e} "
-                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e}>")
+                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e} delta={s['delta']}>")
 
 
 def load(path) -> Run:

@@ -58,6 +58,8 @@ INDEX_COLUMNS = (
     Metric("grad_norm_sq", "float64", "squared gradient norm", "‖∇f(w_k)‖² at the last logged update"),
     Metric("grad_norm_sq_mean", "float64", "squared gradient norm", "(1/K) Σ_{k<K} ‖∇f(w_k)‖² at the end"),
     Metric("bound", "float64", "squared gradient norm", "the convergence bound at the end"),
+    Metric("delta", "float64", "block updates",
+           "δ of the bound: the largest delay any read of the run had, warm-up included (/theory/delta)"),
     Metric("time_to_eps_k", "float64", "block updates",
            "the first logged k with f - f_* ≤ epsilon (empty: never, or no epsilon)"),
     Metric("time_to_eps", "float64", "simulated time", "the simulated time of time_to_eps_k"),

@@ -70,10 +70,10 @@ const std::vector<KeySpec>& config_schema() {
       Int("objective.context", 32, "charlm: context length T (characters per window; a window holds T + 1)", 1, 2147483647.0),
 
       Str("method.name", "rpd",
-          "method: sgd, bcd, rpd (update rules over delay models); pipedream, pipedream-nostash, paci, localsgd, "
-          "gpipe, 1f1b-flush, 2bw, pipemare, interleaved, zb-h1 (executed over a pipeline schedule)",
-          {"sgd", "bcd", "rpd", "pipedream", "pipedream-nostash", "paci", "localsgd", "gpipe", "1f1b-flush", "2bw",
-           "pipemare", "interleaved", "zb-h1"}),
+          "method: sgd, bcd, rpd (update rules over delay models); pipedream, pipedream-capped, pipedream-nostash, "
+          "paci, localsgd, gpipe, 1f1b-flush, 2bw, pipemare, interleaved, zb-h1 (executed over a pipeline schedule)",
+          {"sgd", "bcd", "rpd", "pipedream", "pipedream-capped", "pipedream-nostash", "paci", "localsgd", "gpipe",
+           "1f1b-flush", "2bw", "pipemare", "interleaved", "zb-h1"}),
       Float("method.lr", 0.01, "step size γ (the peak rate for lr_schedule = cosine)", 0.0, true),
       Int("method.updates", 3200, "run length K in block updates (an sgd step counts S block updates)", 1, 1e12),
       Float("method.time_budget", 0.0,

@@ -45,6 +45,8 @@ const std::vector<IndexColumn>& index_columns() {
       {"grad_norm_sq_mean", "squared gradient norm", "(1/K) Σ_{k<K} ‖∇f(w_k)‖² at the end", &S::grad_norm_sq_mean,
        "grad_norm_sq_mean"},
       {"bound", "squared gradient norm", "the convergence bound at the end", &S::bound, "bound"},
+      {"delta", "block updates", "δ of the bound: the largest delay any read of the run had, warm-up included (/theory/delta)",
+       &S::delta, nullptr},
       {"time_to_eps_k", "block updates", "the first logged k with f - f_* ≤ epsilon (empty: never, or no epsilon)",
        &S::time_to_eps_k, nullptr},
       {"time_to_eps", "simulated time", "the simulated time of time_to_eps_k", &S::time_to_eps, nullptr},

@@ -356,7 +356,8 @@ void RunFile::write_theory(const TheoryConstants& t) {
   h5::write_attr(g.id(), "f_star_method", t.f_star_method);
   h5::write_attr(g.id(), "delta", t.delta);
   h5::write_attr(g.id(), "delay_model", t.delay_model);
-  h5::write_attr(g.id(), "delay_mean", t.delay_mean);
+  h5::write_attr(g.id(), "delta_steady", t.delta_steady);
+  h5::write_attr(g.id(), "delay_mean_steady", t.delay_mean_steady);
   h5::write_attr(g.id(), "G", t.G);
   h5::write_attr(g.id(), "lr", t.lr);
   h5::write_attr(g.id(), "Delta0", t.delta0);

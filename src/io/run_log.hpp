@@ -24,7 +24,8 @@ struct TheoryConstants {
   int64_t stages = 0, updates = 0;
   bool L_exact = false;
   std::string f_star_method, delay_model;
-  double delay_mean = 0;
+  // δ (above) is the whole run's largest delay, the bound's; these are the steady state's
+  double delta_steady = 0, delay_mean_steady = 0;
   int64_t updates_planned = 0;   // K of the run's plan (updates = what it did: fewer if it diverged)
   std::string updates_note;      // how K was derived when it is not method.updates
   std::string lr_note = "constant";  // which γ the bound uses

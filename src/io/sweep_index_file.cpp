@@ -33,6 +33,8 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
     };
     for (const auto& c : index_columns())
       if (c.metric) row.*c.member = last_of(series(c.metric));
+    // /theory is written when a run ends (ok or diverged)
+    if (h5::exists(f.id(), "theory")) row.delta = h5::read_attr_double(h5::open_group(f.id(), "theory").id(), "delta");
     const auto& k = series("k");
     const auto& t = series("time");
     const auto& sub = series("subopt");
@@ -49,11 +51,12 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
   return row;
 }
 
-RunSummary run_summary_of(const std::string& status, double wall, const MetricsRow& last,
+RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, const MetricsRow& last,
                           const std::vector<SuboptLow>& lows, double epsilon) {
   RunSummary row;
   row.status = status;
   row.wall = wall;
+  row.delta = static_cast<double>(delta);
   for (const auto& c : index_columns()) {
     if (!c.metric) continue;
     for (const auto& m : metric_columns())

@@ -179,7 +179,7 @@ MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
   r.G = G_;
   r.batch_loss = e.batch_loss;
   if (k_ > 0) {
-    const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(std::max(opt_.delta, delta_seen_));
+    const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(bound_delay(opt_.delta, delta_seen_));
     r.bound_opt = 2.0 * S * delta0_ / (g * K);
     r.bound_stoch = g * S * L_ * G_ * G_;
     r.bound_stale = g * g * L_ * L_ * d * d * G_ * G_;

@@ -66,6 +66,8 @@ class MetricsObserver final : public RunObserver {
   double G() const { return G_; }
   double grad_norm_sq_mean() const { return k_ > 0 ? grad_sq_sum_ / static_cast<double>(k_) : current_gns_; }
   int64_t updates_done() const { return k_; }
+  // the largest delay of the updates reported so far (since the start or the resume)
+  int64_t delta_seen() const { return delta_seen_; }
   // log the final state if the last update was not on the cadence
   void finish(const Vec& w);
 

@@ -110,9 +110,10 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
   t.f_star = c.f_star;
   t.f_star_method = c.f_star_method;
   // δ planned, or measured along the run when a coupled timeline made the delays
-  t.delta = static_cast<double>(std::max(plan_.delay_bound, report.delay_moments.max_overall()));
+  t.delta = static_cast<double>(plan_.bound_delay(report.delay_moments.max_overall()));
   t.delay_model = plan_.delay_name;
-  t.delay_mean = plan_.delay_mean;
+  t.delta_steady = static_cast<double>(plan_.delay_max_steady);
+  t.delay_mean_steady = plan_.delay_mean_steady;
   t.updates_planned = plan_.updates;
   t.updates_note = plan_.note;
   // the §3 bound holds for a constant γ; under a schedule it is evaluated at the peak γ,
@@ -154,11 +155,14 @@ RunResult RunSession::finish(const RunReport& report, const Vec& w) {
         res_.message += "; continue with: stale run --resume " + res_.path + ".partial";
         res_.path += ".partial";
       }
+      res_.delta = plan_.bound_delay(obs_->delta_seen());
       log_->interrupt(res_.wall_seconds, res_.message);
       return res_;
     }
     obs_->finish(w);
-    log_->write_theory(theory(report));
+    const TheoryConstants t = theory(report);
+    log_->write_theory(t);
+    res_.delta = static_cast<int64_t>(t.delta);
     if (plan_.executes_schedule)
       log_->write_schedule(*plan_.schedule, report.simulation ? *report.simulation : *plan_.simulation,
                            report.measured_crossed);

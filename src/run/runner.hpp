@@ -22,13 +22,14 @@ struct RunResult {
   double G = 0;
   double wall_seconds = 0;
   int64_t updates = 0;
+  int64_t delta = 0;  // δ of the bound: /theory/delta (docs/theory.md §3)
   Vec final_w;  // the last iterate (equal, bit for bit, to the file's last /iterates row)
   std::vector<SuboptLow> subopt_lows;  // the logged rows' new lows of f − f_* (MetricsObserver)
   bool resumed = false;                // continued from a checkpoint: subopt_lows start there
 };
 
 // out_path empty → log.out, else runs/<config stem>.h5
-// "PATH: status=ok k=… f-f*=… mean|grad f|^2=… bound=… wall=…s": what `stale run` prints and
+// "PATH: status=ok k=… f-f*=… mean|grad f|^2=… bound=… delta=… wall=…s": what `stale run` prints and
 // a sweep's log holds for a finished run
 std::string run_summary_line(const RunResult& r);
 

@@ -51,7 +51,7 @@ TEST_CASE("bad cost settings are user errors that name the key and what is valid
 
 TEST_CASE("bad schedule parameters are user errors: unknown names list the valid ones") {
   const std::string unknown = error_of([] { make_schedule("pipedreem", {4, 8}); });
-  CHECK(unknown.find("unknown schedule 'pipedreem'; valid: naive, gpipe, 1f1b-flush, pipedream, paci, 2bw, "
+  CHECK(unknown.find("unknown schedule 'pipedreem'; valid: naive, gpipe, 1f1b-flush, pipedream, pipedream-capped, paci, 2bw, "
                      "interleaved, zb-h1, localsgd") != std::string::npos);
   CHECK(error_of([] { make_schedule("gpipe", {0, 8}); }).find("stages must be >= 1 (got 0)") != std::string::npos);
   CHECK(error_of([] { make_schedule("gpipe", {2, 0}); }).find("microbatches must be >= 1") != std::string::npos);

@@ -3,6 +3,9 @@
 // invariants).
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
+
 #include "tests/pipeline/pipeline_test_util.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
@@ -13,22 +16,55 @@ namespace {
 
 constexpr int kCases = 100;
 
+// parameters by the schedule's registry traits (a new schedule is covered without an edit here)
 ScheduleParams random_params(const std::string& name, Rng& rng) {
+  const ScheduleInfo& info = schedule_info(name);
   ScheduleParams p;
   p.stages = 1 + static_cast<int>(rng.uniform_int(10));
   p.microbatches = 1 + static_cast<int64_t>(rng.uniform_int(40));
-  if (name == "interleaved") {
+  if (info.chunked) {
     p.chunks = 1 + static_cast<int>(rng.uniform_int(3));
     const int64_t k = 1 + static_cast<int64_t>(rng.uniform_int(6));
     p.microbatches = p.stages * k;
     p.accumulation = p.stages * static_cast<int>(1 + rng.uniform_int(k));
-  } else if (name == "localsgd") {
+  } else if (info.replicated) {
     p.replicas = 1 + static_cast<int>(rng.uniform_int(p.stages + 2));
     p.local_steps = 1 + static_cast<int>(rng.uniform_int(4));
-  } else if (name != "pipedream" && rng.uniform() < 0.7) {
+  } else if (info.accumulates && rng.uniform() < 0.7) {
     p.accumulation = 1 + static_cast<int>(rng.uniform_int(p.microbatches + 2));
   }
   return p;
+}
+
+// Peak block versions a stashing device stores, from its program alone: the versions its
+// in-flight micro-batches' forwards read, plus the current one, counted after every op.
+std::vector<int64_t> peak_versions_by_program(const Schedule& s) {
+  std::vector<int64_t> peak(s.stages, 0);
+  for (int d = 0; d < s.stages; ++d) {
+    std::map<int, int32_t> current;                        // block → version
+    std::map<std::pair<int, int32_t>, int64_t> held;       // (block, version) → micro-batches holding it
+    std::map<std::pair<int, int64_t>, int32_t> read;       // (block, micro-batch) → version its F read
+    auto stored = [&] {
+      std::set<std::pair<int, int32_t>> v;
+      for (const auto& [bv, n] : held)
+        if (n > 0) v.insert(bv);
+      for (const auto& [b, ver] : current) v.insert({b, ver});
+      return static_cast<int64_t>(v.size());
+    };
+    for (const Op& op : s.program(d)) {
+      current.try_emplace(op.block, 0);
+      if (op.kind == OpKind::Forward) {
+        read[{op.block, op.microbatch}] = current[op.block];
+        ++held[{op.block, current[op.block]}];
+      }
+      if (op.kind == s.gradient_kind()) {
+        --held[{op.block, read.at({op.block, op.microbatch})}];
+        if (op.updates()) ++current[op.block];
+      }
+      peak[d] = std::max(peak[d], stored());
+    }
+  }
+  return peak;
 }
 
 // Every check below recomputes its fact from the op list and the timeline, independently of
@@ -92,6 +128,13 @@ void check_invariants(const Schedule& s, const SimResult& r, const CostModel& c)
     REQUIRE(live == 0);
     CHECK(r.peak_inflight[d] == peak);
     CHECK(peak <= s.inflight_bound[d]);
+  }
+
+  // stashed weight versions: recounted from the programs (a device's block changes only by its
+  // own ops, so this count is the same under any costs)
+  if (s.stash && s.replicas == 1) {
+    const auto peaks = peak_versions_by_program(s);
+    for (int d = 0; d < s.stages; ++d) CHECK(r.peak_versions[d] == peaks[d]);
   }
 
   // block versions: updates (and averages) of the block before F / B in its device's order
@@ -196,6 +239,73 @@ TEST_CASE("every schedule gives each micro-batch one F, B (and W) per block, res
   for (const auto& name : schedule_names()) {
     SUBCASE(name.c_str()) { check_schedule_randomly(name, seed); }
     ++seed;
+  }
+}
+
+TEST_CASE("pipedream-capped: stage s holds at most S - s micro-batches at every tick and reaches it, stores at most "
+          "S - s versions, monotone in s once M >= 2S - 3, is 2bw's program at a = 1, and its steady state is pipedream's") {
+  Rng rng(7, Stream::StageTime, 3);
+  for (int t = 0; t < 60; ++t) {
+    ScheduleParams p;
+    p.stages = 1 + static_cast<int>(rng.uniform_int(20));
+    p.microbatches = 1 + static_cast<int64_t>(rng.uniform_int(8 * p.stages));
+    CAPTURE(p.stages);
+    CAPTURE(p.microbatches);
+    const Schedule s = make_schedule("pipedream-capped", p);
+    const int S = s.stages;
+    // in flight changes only at the device's own ops: the program order is every tick
+    for (int d = 0; d < S; ++d) {
+      REQUIRE(s.inflight_bound[d] == S - d);
+      int64_t live = 0, peak = 0;
+      for (const Op& op : s.program(d)) {
+        if (op.kind == OpKind::Forward) peak = std::max(peak, ++live);
+        if (op.kind == OpKind::Backward) --live;
+        REQUIRE(live <= S - d);
+      }
+      CHECK(peak == std::min<int64_t>(S - d, p.microbatches));
+    }
+    // stashed versions: at most S − s on stage s; monotone non-increasing in s once M ≥ 2S − 3
+    // (with fewer, stage 0 admits every micro-batch before its first update and stores fewer:
+    // S = 8, M = 12 gives 6, 7, 6, 5, 4, 3, 2, 1)
+    const auto versions = peak_versions_by_program(s);
+    for (int d = 0; d < S; ++d) CHECK(versions[d] <= S - d);
+    if (p.microbatches >= 2 * S - 3)
+      for (int d = 1; d < S; ++d) CHECK(versions[d] <= versions[d - 1]);
+    // with caps S − s, "alternate F and B" and "backward first" choose the same ops: the program
+    // is 2bw's and paci's at a = 1 (which differ from it only by their names and, paci, by stashing)
+    for (const char* twin : {"2bw", "paci"}) {
+      CAPTURE(twin);
+      ScheduleParams q = p;
+      q.accumulation = 1;
+      const Schedule o = make_schedule(twin, q);
+      REQUIRE(o.offsets == s.offsets);
+      for (int64_t i = 0; i < s.size(); ++i) {
+        const Op &x = s.ops[i], &y = o.ops[i];
+        REQUIRE((x.kind == y.kind && x.block == y.block && x.microbatch == y.microbatch && x.flags == y.flags));
+      }
+    }
+    // under any costs: the invariants of every schedule (one F and one B per block and
+    // micro-batch, dependencies, no deadlock), and the simulator counts the same versions
+    const CostModel c = t % 2 == 0 ? CostModel{} : test::random_costs(rng, S);
+    SimOptions opt;
+    opt.delay_table = true;
+    opt.delay_pairs = true;
+    const SimResult r = simulate(s, c, opt);
+    check_invariants(s, r, c);
+  }
+  // the caps change only warm-up and drain: in steady state the RPD authors' rule already holds
+  // S − s on stage s, so both have the same steady-state delays (results/pipedream_delays.md)
+  for (int S : {2, 3, 4, 8, 16}) {
+    CAPTURE(S);
+    ScheduleParams p;
+    p.stages = S;
+    p.microbatches = 8 * S;
+    const SimResult a = simulate(make_schedule("pipedream", p), CostModel{}, SimOptions{.delay_pairs = true});
+    const SimResult b = simulate(make_schedule("pipedream-capped", p), CostModel{}, SimOptions{.delay_pairs = true});
+    CHECK(a.steady_delays.pair_max == b.steady_delays.pair_max);
+    CHECK(a.steady_delays.pair_sum == b.steady_delays.pair_sum);
+    CHECK(a.delays.max_overall() == b.delays.max_overall());
+    if (S % 2 == 0) CHECK(b.steady_delays.max_overall() == S * S - S / 2);
   }
 }
 

@@ -48,7 +48,7 @@ def assert_same_run(a, b):
     if a.delay_summary is not None or b.delay_summary is not None:
         for key in ("max", "mean", "updates", "table_kept"):
             np.testing.assert_array_equal(a.delay_summary[key], b.delay_summary[key], err_msg=key)
-    for key in ("L", "mu", "f_star", "delta", "delay_model", "delay_mean", "G", "lr", "Delta0", "S", "K", "K_planned",
+    for key in ("L", "mu", "f_star", "delta", "delay_model", "delta_steady", "delay_mean_steady", "G", "lr", "Delta0", "S", "K", "K_planned",
                 "K_note", "lr_note"):
         assert a.theory[key] == b.theory[key], key
     for key in ("name", "n", "d", "S", "L", "mu", "f_star", "batches", "description"):

@@ -126,7 +126,7 @@ TEST_CASE("TheIndexFromMemoryEqualsTheIndexReadFromTheRunFiles") {
   CHECK(from_memory.find(",diverged,") != std::string::npos);
   int reached = 0, rows = 0;
   auto fm = h5::open_file_readonly((dir / "memory.h5").string()), ff = h5::open_file_readonly((dir / "o" / "index.h5").string());
-  for (const char* c : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound", "time_to_eps_k",
+  for (const char* c : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound", "delta", "time_to_eps_k",
                         "time_to_eps", "wall_seconds"}) {
     CAPTURE(c);
     const auto a = h5::read_vector_double(fm.id(), c), b = h5::read_vector_double(ff.id(), c);
