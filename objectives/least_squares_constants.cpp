@@ -32,7 +32,7 @@ ObjectiveConstants least_squares_constants(const LeastSquaresCpu& f) {
   } else {
     const Vec rhs = d.X.transpose() * (d.weight.asDiagonal() * d.y);
     Vec w = f.gram().ldlt().solve(rhs);
-    c.f_star = f.value(w);
+    c.f_star = f.convex_value(w);
     c.w_star = w;
     c.f_star_method = "normal equations (LDLT)";
     cc.f_star = c.f_star;

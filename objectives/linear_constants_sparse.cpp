@@ -179,7 +179,7 @@ ObjectiveConstants least_squares_constants(const LeastSquaresCpuSparse& f) {
   const CgResult cg = conjugate_gradient(H, rhs, 1e-13, max_it);
   char buf[160];
   std::snprintf(buf, sizeof buf, "normal equations (CG, %d iterations, |r|/|b| = %.2e)", cg.iterations, cg.rel_residual);
-  keep_solution(key, f.dim(), f.value(cg.x), cg.x, buf, cg.rel_residual <= 1e-10, cc, c);
+  keep_solution(key, f.dim(), f.convex_value(cg.x), cg.x, buf, cg.rel_residual <= 1e-10, cc, c);
   return c;
 }
 
@@ -205,7 +205,7 @@ ObjectiveConstants logistic_constants(const LogisticCpuSparse& f) {
   // Newton–CG: the Newton system (XᵀDX + λI) p = g by CG to a forcing tolerance
   // η = min(0.1, ‖g‖/‖g0‖), which keeps the outer iteration superlinear
   Vec w = Vec::Zero(f.dim()), g, a, curv, u;
-  double fw = f.value_grad(w, g);
+  double fw = f.convex_value_grad(w, g);
   const double g0 = g.norm();
   int it = 0, inner = 0;
   bool at_precision = false, stalled = false;
@@ -232,7 +232,7 @@ ObjectiveConstants logistic_constants(const LogisticCpuSparse& f) {
     Vec trial;
     for (int ls = 0; ls < 60; ++ls, t *= 0.5) {  // Armijo backtracking
       trial = w - t * step;
-      ft = f.value(trial);
+      ft = f.convex_value(trial);
       if (ft <= fw - 1e-4 * t * slope) break;
     }
     if (!(ft < fw)) {  // no further progress in floating point
@@ -240,7 +240,7 @@ ObjectiveConstants logistic_constants(const LogisticCpuSparse& f) {
       break;
     }
     w = trial;
-    fw = f.value_grad(w, g);
+    fw = f.convex_value_grad(w, g);
   }
   const double rel = g0 > 0 ? g.norm() / g0 : 0.0;
   char buf[160];

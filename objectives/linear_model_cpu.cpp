@@ -62,8 +62,9 @@ void gemv_parallel(const Mat& X, const Vec& w, Vec& out) { product_parallel(X, w
 void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) { product_t_parallel(X, v, out); }
 
 template <class Loss>
-LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2)
-    : data_(std::move(data)), l2_(l2) {
+LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2,
+                                     NonconvexRegularizer reg)
+    : data_(std::move(data)), l2_(l2), reg_(reg) {
   blocks_ = BlockPartition(data_->d(), stages);
   const Mat& X = data_->X;
   data_blocks_ = ColumnBlockProducts(X.data(), X.rows(), X.rows(), stage_offsets(blocks_), 0);
@@ -86,6 +87,23 @@ const double* LinearModelCpu<Loss>::batch_copy(int m) const {
 
 template <class Loss>
 double LinearModelCpu<Loss>::value(const Vec& w) const {
+  double f = convex_value(w);
+  if (reg_.active()) f += reg_.value(w);
+  return f;
+}
+
+template <class Loss>
+double LinearModelCpu<Loss>::value_grad(const Vec& w, Vec& grad) const {
+  double f = convex_value_grad(w, grad);
+  if (reg_.active()) {
+    f += reg_.value(w);
+    reg_.add_gradient(w, grad);
+  }
+  return f;
+}
+
+template <class Loss>
+double LinearModelCpu<Loss>::convex_value(const Vec& w) const {
   Vec a;
   gemv_parallel(data_->X, w, a);
   double f = 0;
@@ -94,7 +112,7 @@ double LinearModelCpu<Loss>::value(const Vec& w) const {
 }
 
 template <class Loss>
-double LinearModelCpu<Loss>::value_grad(const Vec& w, Vec& grad) const {
+double LinearModelCpu<Loss>::convex_value_grad(const Vec& w, Vec& grad) const {
   Vec a;
   gemv_parallel(data_->X, w, a);
   double f = 0;
@@ -138,8 +156,11 @@ double LinearModelCpu<Loss>::batch_value_grad(const Vec& z, int m, Vec& grad) co
     auto gs = grad.segment(blocks_.offset(s), blocks_.size(s));
     gs.noalias() = Xm.middleCols(blocks_.offset(s), blocks_.size(s)).transpose() * r;
     if (l2_ != 0) gs += l2_ * z.segment(blocks_.offset(s), blocks_.size(s));
+    if (reg_.active()) reg_.add_gradient(z.segment(blocks_.offset(s), blocks_.size(s)), gs);
   }
-  return f * inv_b + 0.5 * l2_ * z.squaredNorm();
+  double value = f * inv_b + 0.5 * l2_ * z.squaredNorm();
+  if (reg_.active()) value += reg_.value(z);
+  return value;
 }
 
 template <class Loss>
@@ -161,8 +182,8 @@ void LinearModelCpu<Loss>::batch_block_grad_blocks(const std::vector<const doubl
   block_grad_from_activation(std::move(a), blocks[static_cast<size_t>(s)], m, s, g_s);
 }
 
-// X_m[:, s]ᵀ ℓ'(r) / b + λ z_s from the activation r = X_m z (consumed), for a run and for each
-// column of an ensemble alike
+// X_m[:, s]ᵀ ℓ'(r) / b + λ z_s (+ ∇r(z_s)) from the activation r = X_m z (consumed), for a run
+// and for each column of an ensemble alike
 template <class Loss>
 void LinearModelCpu<Loss>::block_grad_from_activation(Vec r, const double* z_s, int m, int s, VecRef g_s) const {
   const auto Xm = batch_X(m);
@@ -172,6 +193,7 @@ void LinearModelCpu<Loss>::block_grad_from_activation(Vec r, const double* z_s, 
   const Index off = blocks_.offset(s), ds = blocks_.size(s);
   g_s.noalias() = Xm.middleCols(off, ds).transpose() * r;
   if (l2_ != 0) g_s += l2_ * Eigen::Map<const Vec>(z_s, ds);
+  if (reg_.active()) reg_.add_gradient(z_s, ds, g_s.data());
 }
 
 template <class Loss>
@@ -196,6 +218,7 @@ void LinearModelCpu<Loss>::stage_backward(int s, int m, const Mat& grad_out, Con
   const Vec r = grad_out.col(0);  // a plain vector, so the GEMV is the one batch_block_grad runs
   grad_w_s.noalias() = Xs.transpose() * r;
   if (l2_ != 0) grad_w_s += l2_ * w_s;
+  if (reg_.active()) reg_.add_gradient(w_s, grad_w_s);
   grad_in = grad_out;  // d(in + X_s w_s)/d in = I
 }
 
@@ -231,6 +254,7 @@ void LinearModelCpu<Loss>::batch_grad_many(const Mat& Z, const std::vector<int>&
     Mat Gg;
     Gg.noalias() = Xm.transpose() * R;
     if (l2_ != 0) Gg += l2_ * Zg;
+    if (reg_.active()) reg_.add_gradient_cols(Zg, Gg);
     for (Index j = 0; j < k; ++j) G.col(cols[j]) = Gg.col(j);
   }
   // columns alone in their batch: GEMVs over different rows share no data, so they are
@@ -276,9 +300,11 @@ void LinearModelCpu<Loss>::value_grad_many(const Mat& Z, Mat& G, Vec& values) co
       R(i, p) = d.weight(i) * Loss::deriv(a, d.y(i));
     }
     values(p) = f + 0.5 * l2_ * Z.col(p).squaredNorm();
+    if (reg_.active()) values(p) += reg_.value(Z.col(p));
   }
   product_t_parallel(d.X, R, G);
   if (l2_ != 0) G += l2_ * Z;
+  if (reg_.active()) reg_.add_gradient_cols(Z, G);
 }
 
 template <class Loss>
@@ -327,6 +353,9 @@ namespace {
 //    f = f_* + ½ (w − w_*)ᵀ g needs no residual at all;
 //  - otherwise the activations a = Xw move by X[:, s] Δ_s (O(n·d_s)); f is O(n) from a and
 //    the gradient Xᵀ(c ∘ ℓ'(a)) + λw is recomputed when asked.
+// Both routes track the convex part (its f_* and w_* in the closed form); the nonconvex
+// regulariser, coordinate-wise, is added from the tracked iterate w in O(d) at each read, so
+// the value and ∇f stay exact (r(w) and ∇r(w) are evaluated, not moved).
 // Everything is recomputed from scratch every kResync applied changes, so rounding drift
 // stays at machine level.
 template <class Loss>
@@ -335,7 +364,7 @@ class LinearTracker final : public IterateTracker {
 
  public:
   LinearTracker(const LinearModelCpu<Loss>& f, const Vec& w, bool use_hessian)
-      : f_(f), use_hessian_(use_hessian && f.constants().w_star.has_value()) {
+      : f_(f), use_hessian_(use_hessian && f.convex_constants().w_star.has_value()) {
     pending_.assign(f.stages(), Vec());
     has_pending_.assign(f.stages(), false);
     reset(w);
@@ -348,7 +377,7 @@ class LinearTracker final : public IterateTracker {
     if (use_hessian_) {
       // gradient of the quadratic from its closed form: ∇f(w) = H (w − w_*), summed as the
       // ensemble tracker sums it (src/core/block_product.hpp)
-      const Vec e = w_ - *f_.constants().w_star;
+      const Vec e = w_ - *f_.convex_constants().w_star;
       const Mat& H = f_.gram();
       g_.setZero(H.rows());
       add_block_product(H.data(), H.rows(), H.rows(), H.cols(), e.data(), e.size(), g_.data(), g_.size(), 1);
@@ -391,12 +420,9 @@ class LinearTracker final : public IterateTracker {
   }
 
   double value() override {
-    apply_pending();
-    if (use_hessian_) return f_.constants().f_star + 0.5 * (w_ - *f_.constants().w_star).dot(g_);
-    const auto& d = f_.data();
-    double v = 0;
-    for (Index i = 0; i < a_.size(); ++i) v += d.weight(i) * Loss::value(a_(i), d.y(i));
-    return v + 0.5 * f_.l2() * w_.squaredNorm();
+    double v = convex_value();
+    if (f_.nonconvex_reg().active()) v += f_.nonconvex_reg().value(w_);
+    return v;
   }
 
   const Vec& gradient() override {
@@ -409,10 +435,23 @@ class LinearTracker final : public IterateTracker {
       if (f_.l2() != 0) g_ += f_.l2() * w_;
       grad_fresh_ = true;
     }
-    return g_;
+    if (!f_.nonconvex_reg().active()) return g_;
+    g_full_ = g_;
+    f_.nonconvex_reg().add_gradient(w_, g_full_);
+    return g_full_;
   }
 
  private:
+  double convex_value() {
+    apply_pending();
+    const auto& c = f_.convex_constants();
+    if (use_hessian_) return c.f_star + 0.5 * (w_ - *c.w_star).dot(g_);
+    const auto& d = f_.data();
+    double v = 0;
+    for (Index i = 0; i < a_.size(); ++i) v += d.weight(i) * Loss::value(a_(i), d.y(i));
+    return v + 0.5 * f_.l2() * w_.squaredNorm();
+  }
+
   void apply_pending() {
     const auto& P = f_.blocks();
     for (int s = 0; s < P.stages(); ++s) {
@@ -435,7 +474,8 @@ class LinearTracker final : public IterateTracker {
 
   const LinearModelCpu<Loss>& f_;
   bool use_hessian_;
-  Vec w_, a_, g_;
+  Vec w_, a_, g_;  // g_: ∇ of the convex part
+  Vec g_full_;     // g_ + ∇r(w_) when the nonconvex regulariser is on
   std::vector<Vec> pending_;
   std::vector<bool> has_pending_;
   int changes_ = 0;
@@ -447,8 +487,8 @@ class LinearTracker final : public IterateTracker {
 template <class Loss>
 bool LinearModelCpu<Loss>::tracks_through_hessian() const {
   // the Hessian route pays when H fits comfortably (d ≤ 4096 → ≤ 128 MiB) and is exact only
-  // for a quadratic
-  return std::is_same_v<Loss, SquaredLoss> && dim() <= 4096 && constants_.w_star.has_value();
+  // for a quadratic (the convex part's: the nonconvex regulariser is added at each read)
+  return std::is_same_v<Loss, SquaredLoss> && dim() <= 4096 && convex_constants_.w_star.has_value();
 }
 
 template <class Loss>

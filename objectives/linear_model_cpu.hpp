@@ -2,13 +2,15 @@
 // CPU twin (Eigen + OpenMP, float64) of the linear models: least squares and logistic
 // regression as S-stage pipelines (docs/theory.md §7). Stage s adds X_b[:, slice_s] w^(s) to the
 // running activation; the loss head applies ℓ; the (λ/2)‖w‖² term enters each stage's
-// backward as λ w^(s).
+// backward as λ w^(s), and so does the nonconvex regulariser's ∇r(w^(s)) when
+// objective.nonconvex_reg > 0 (objectives/nonconvex_regularizer.hpp).
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "objectives/linear_data.hpp"
 #include "objectives/linear_losses.hpp"
+#include "objectives/nonconvex_regularizer.hpp"
 #include "objectives/objective.hpp"
 #include "src/core/block_product.hpp"
 
@@ -17,7 +19,7 @@ namespace stale {
 template <class Loss>
 class LinearModelCpu final : public Objective {
  public:
-  LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2);
+  LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2, NonconvexRegularizer reg = {});
 
   std::string name() const override { return Loss::name; }
   int num_batches() const override { return data_->num_batches(); }
@@ -26,6 +28,10 @@ class LinearModelCpu final : public Objective {
 
   double value(const Vec& w) const override;
   double value_grad(const Vec& w, Vec& grad) const override;
+  // the convex part alone (data term + (l2/2)‖w‖², without the nonconvex regulariser): what
+  // the constants' solvers minimise (linear_constants.hpp); value and value_grad when λ = 0
+  double convex_value(const Vec& w) const;
+  double convex_value_grad(const Vec& w, Vec& grad) const;
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
   void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
   void batch_block_grad_blocks(const std::vector<const double*>& blocks, int m, int s, VecRef g_s) const override;
@@ -62,8 +68,9 @@ class LinearModelCpu final : public Objective {
 
   const LinearData& data() const { return *data_; }
   double l2() const { return l2_; }
-  // H = Xᵀ diag(c) X + λI, the exact Hessian for least squares (the data part's Gram
-  // matrix for logistic); computed once on first use, safely when runs of an in-process
+  const NonconvexRegularizer& nonconvex_reg() const { return reg_; }
+  // H = Xᵀ diag(c) X + λI, the exact Hessian of the convex part for least squares (the data
+  // part's Gram matrix for logistic); computed once on first use, safely when runs of an in-process
   // sweep share the objective
   const Mat& gram() const;
   // the trackers' H[:, s] Δ_s for one column or an ensemble's P (src/core/block_product.hpp):
@@ -74,7 +81,14 @@ class LinearModelCpu final : public Objective {
   // the key of this data, loss and λ in the on-disk cache (constants, Gram matrix): the data's
   // content hashed once per objective, not once per record
   uint64_t cache_key() const;
-  void set_constants(const ObjectiveConstants& c) { constants_ = c; }
+  // c: the convex part's constants (linear_constants.hpp); constants() are f's own, which
+  // differ from c only when the nonconvex regulariser is on (nonconvex_constants)
+  void set_constants(const ObjectiveConstants& c) {
+    convex_constants_ = c;
+    constants_ = nonconvex_constants(c, reg_);
+  }
+  // the convex part's f_*, w_* and L: the trackers' closed form H (w − w_*) needs them
+  const ObjectiveConstants& convex_constants() const { return convex_constants_; }
 
  private:
   // mini-batch m's rows of X: from the batch-major copy when there is one
@@ -97,6 +111,8 @@ class LinearModelCpu final : public Objective {
   std::unique_ptr<std::once_flag[]> by_batch_once_;
   const double* batch_copy(int m) const;
   double l2_;
+  NonconvexRegularizer reg_;
+  ObjectiveConstants convex_constants_;
   mutable Mat gram_;
   mutable std::once_flag gram_once_;
   ColumnBlockProducts data_blocks_;

@@ -2,9 +2,10 @@
 // share data, schedule and random streams advance together:
 //
 //   stage s forward:   A_out = A_in + X_s W_s          (b × d_s)(d_s × P)
-//   stage s backward:  G_s   = X_sᵀ Δ + λ W_s,  Δ_in = Δ
-//   mini-batch block gradient at P mixed points Z:  G_s = X_m[:, s]ᵀ ℓ'(X_m Z) / b + λ Z_s
-//   metrics: ∇f moved by H[:, s] ΔW_s (least squares) or the activations by X[:, s] ΔW_s
+//   stage s backward:  G_s   = X_sᵀ Δ + λ W_s (+ ∇r(W_s)),  Δ_in = Δ
+//   mini-batch block gradient at P mixed points Z:  G_s = X_m[:, s]ᵀ ℓ'(X_m Z) / b + λ Z_s (+ ∇r(Z_s))
+//   metrics: ∇f moved by H[:, s] ΔW_s (least squares) or the activations by X[:, s] ΔW_s; the
+//            nonconvex regulariser r (objectives/nonconvex_regularizer.hpp) added at each read
 //
 // The metrics products (d × d_s against P columns, the largest by far) are one pass of
 // src/core/block_product.hpp's kernel over H or X for all columns, which sums every column
@@ -81,6 +82,7 @@ void LinearModelCpu<Loss>::stage_backward_cols(int s, int m, const Mat& grad_out
     grad_W.col(p).noalias() = Xs.transpose() * r;
   }
   if (l2_ != 0) grad_W += l2_ * W_s;
+  if (reg_.active()) reg_.add_gradient_cols(W_s, grad_W);
   grad_in = grad_out;
 }
 
@@ -96,7 +98,9 @@ namespace {
 // product, so the product runs in place on the first c slots. Gathering them into copies
 // instead (every update once a column had diverged: d × c values out and back per block)
 // was a fifth of an ensemble's tracker time. Each column's sums do not depend on its slot
-// (src/core/block_product.hpp).
+// (src/core/block_product.hpp). G_ holds the convex part's gradients; the nonconvex
+// regulariser's value and gradient are added from W_ when read, exactly as the single tracker
+// adds them, so that a least-squares column still equals its run bit for bit.
 template <class Loss>
 class LinearEnsembleTracker final : public EnsembleTracker {
   static constexpr int kResync = 1024;
@@ -134,26 +138,37 @@ class LinearEnsembleTracker final : public EnsembleTracker {
   }
 
   double value(int p) override {
+    double v = convex_value(p);
+    if (f_.nonconvex_reg().active()) v += f_.nonconvex_reg().value(W_.col(slot_[p]));
+    return v;
+  }
+
+  double gradient_sq_norm(int p) override {
+    refresh_gradient();
+    if (!f_.nonconvex_reg().active()) return G_.col(slot_[p]).squaredNorm();
+    return gradient(p).squaredNorm();
+  }
+
+  Vec gradient(int p) override {
+    refresh_gradient();
+    const int q = slot_[p];
+    Vec g = G_.col(q);
+    if (f_.nonconvex_reg().active()) f_.nonconvex_reg().add_gradient(W_.col(q), g);
+    return g;
+  }
+
+ private:
+  double convex_value(int p) {
     apply_pending();
     const int q = slot_[p];
-    if (hessian_) return f_.constants().f_star + 0.5 * (W_.col(q) - *f_.constants().w_star).dot(G_.col(q));
+    const auto& c = f_.convex_constants();
+    if (hessian_) return c.f_star + 0.5 * (W_.col(q) - *c.w_star).dot(G_.col(q));
     const auto& d = f_.data();
     double v = 0;
     for (Index i = 0; i < A_.rows(); ++i) v += d.weight(i) * Loss::value(A_(i, q), d.y(i));
     return v + 0.5 * f_.l2() * W_.col(q).squaredNorm();
   }
 
-  double gradient_sq_norm(int p) override {
-    refresh_gradient();
-    return G_.col(slot_[p]).squaredNorm();
-  }
-
-  Vec gradient(int p) override {
-    refresh_gradient();
-    return G_.col(slot_[p]);
-  }
-
- private:
   // exchange the columns in slots a and b
   void swap_slots(int a, int b) {
     W_.col(a).swap(W_.col(b));
@@ -186,7 +201,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     Mat D(f_.dim(), c);
     for (Index j = 0; j < c; ++j) D.col(j) = W_.col(slots[j]);
     const Mat& M = hessian_ ? f_.gram() : f_.data().X;
-    if (hessian_) D.colwise() -= *f_.constants().w_star;
+    if (hessian_) D.colwise() -= *f_.convex_constants().w_star;
     Mat R = Mat::Zero(M.rows(), c);
     add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
     Mat& Y = hessian_ ? G_ : A_;

@@ -11,8 +11,9 @@
 namespace stale {
 
 template <class Loss>
-LinearModelCpuSparse<Loss>::LinearModelCpuSparse(std::shared_ptr<const LinearData> data, int stages, double l2)
-    : data_(std::move(data)), l2_(l2) {
+LinearModelCpuSparse<Loss>::LinearModelCpuSparse(std::shared_ptr<const LinearData> data, int stages, double l2,
+                                                 NonconvexRegularizer reg)
+    : data_(std::move(data)), l2_(l2), reg_(reg) {
   STALE_CHECK(data_->sparse() && data_->X_sparse.isCompressed(), "the sparse twin needs compressed CSR data");
   blocks_ = BlockPartition(data_->d(), stages);
 }
@@ -72,6 +73,23 @@ void LinearModelCpuSparse<Loss>::multiply_transpose(const Vec& u, Vec& out) cons
 
 template <class Loss>
 double LinearModelCpuSparse<Loss>::value(const Vec& w) const {
+  double f = convex_value(w);
+  if (reg_.active()) f += reg_.value(w);
+  return f;
+}
+
+template <class Loss>
+double LinearModelCpuSparse<Loss>::value_grad(const Vec& w, Vec& grad) const {
+  double f = convex_value_grad(w, grad);
+  if (reg_.active()) {
+    f += reg_.value(w);
+    reg_.add_gradient(w, grad);
+  }
+  return f;
+}
+
+template <class Loss>
+double LinearModelCpuSparse<Loss>::convex_value(const Vec& w) const {
   Vec a;
   multiply(w, a);
   double f = 0;
@@ -80,7 +98,7 @@ double LinearModelCpuSparse<Loss>::value(const Vec& w) const {
 }
 
 template <class Loss>
-double LinearModelCpuSparse<Loss>::value_grad(const Vec& w, Vec& grad) const {
+double LinearModelCpuSparse<Loss>::convex_value_grad(const Vec& w, Vec& grad) const {
   Vec a;
   multiply(w, a);
   double f = 0;
@@ -111,6 +129,7 @@ void LinearModelCpuSparse<Loss>::block_grad_from(int m, int s, const Vec& r, Con
   g_s.setZero();
   for (Index i = 0; i < r.size(); ++i) row_slice_axpy(off + i, blocks_.offset(s), blocks_.size(s), r(i), g_s.data());
   if (l2_ != 0) g_s += l2_ * z_s;
+  if (reg_.active()) reg_.add_gradient(z_s, g_s);
 }
 
 template <class Loss>
@@ -127,7 +146,9 @@ double LinearModelCpuSparse<Loss>::batch_value_grad(const Vec& z, int m, Vec& gr
   grad.resize(z.size());
   for (int s = 0; s < blocks_.stages(); ++s)
     block_grad_from(m, s, r, blocks_.block(z, s), grad.segment(blocks_.offset(s), blocks_.size(s)));
-  return f * inv_b + 0.5 * l2_ * z.squaredNorm();
+  double value = f * inv_b + 0.5 * l2_ * z.squaredNorm();
+  if (reg_.active()) value += reg_.value(z);
+  return value;
 }
 
 template <class Loss>

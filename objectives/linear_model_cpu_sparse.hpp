@@ -1,7 +1,8 @@
 #pragma once
 // CPU twin of the linear models over a CSR data matrix (objective.storage = "sparse"): the same
 // functions as LinearModelCpu (docs/theory.md §7; stage s adds X_b[:, slice_s] w^(s) to the
-// running activation, the loss head applies ℓ, λ w^(s) enters each stage's backward), for data
+// running activation, the loss head applies ℓ, λ w^(s) and the nonconvex regulariser's
+// ∇r(w^(s)) enter each stage's backward), for data
 // whose dense X would not fit (a LIBSVM file with millions of features and few nonzeros).
 //
 // Every product walks the nonzeros: a stage's forward and backward touch the nonzeros of the
@@ -19,6 +20,7 @@
 
 #include "objectives/linear_data.hpp"
 #include "objectives/linear_losses.hpp"
+#include "objectives/nonconvex_regularizer.hpp"
 #include "objectives/objective.hpp"
 
 namespace stale {
@@ -26,7 +28,7 @@ namespace stale {
 template <class Loss>
 class LinearModelCpuSparse final : public Objective {
  public:
-  LinearModelCpuSparse(std::shared_ptr<const LinearData> data, int stages, double l2);
+  LinearModelCpuSparse(std::shared_ptr<const LinearData> data, int stages, double l2, NonconvexRegularizer reg = {});
 
   std::string name() const override { return Loss::name; }
   int num_batches() const override { return data_->num_batches(); }
@@ -35,6 +37,10 @@ class LinearModelCpuSparse final : public Objective {
 
   double value(const Vec& w) const override;
   double value_grad(const Vec& w, Vec& grad) const override;
+  // the convex part alone (without the nonconvex regulariser): what the constants' solvers
+  // minimise (linear_constants_sparse.hpp)
+  double convex_value(const Vec& w) const;
+  double convex_value_grad(const Vec& w, Vec& grad) const;
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
   void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
 
@@ -53,7 +59,9 @@ class LinearModelCpuSparse final : public Objective {
   const LinearData& data() const { return *data_; }
   const SparseRowMat& X() const { return data_->X_sparse; }
   double l2() const { return l2_; }
-  void set_constants(const ObjectiveConstants& c) { constants_ = c; }
+  const NonconvexRegularizer& nonconvex_reg() const { return reg_; }
+  // c: the convex part's constants; constants() are f's own (nonconvex_constants)
+  void set_constants(const ObjectiveConstants& c) { constants_ = nonconvex_constants(c, reg_); }
 
   // out = X v and out = Xᵀ u over all rows (the constants' solvers use them too)
   void multiply(const Vec& v, Vec& out) const;
@@ -67,10 +75,12 @@ class LinearModelCpuSparse final : public Objective {
   // the batch's activation at z, summed stage by stage exactly as stage_forward does
   Vec staged_activation(int m, const Vec& z) const;
   // ∇_{w^(s)} of the batch's data term for the per-row derivatives r (the batch's rows), + λ z_s
+  // (+ ∇r(z_s))
   void block_grad_from(int m, int s, const Vec& r, ConstVecRef z_s, VecRef g_s) const;
 
   std::shared_ptr<const LinearData> data_;
   double l2_;
+  NonconvexRegularizer reg_;
 };
 
 using LeastSquaresCpuSparse = LinearModelCpuSparse<SquaredLoss>;

@@ -6,13 +6,15 @@
 
 #include "objectives/linear_cuda_engine.hpp"  // LinearLoss, Precision
 #include "objectives/linear_data.hpp"
+#include "objectives/nonconvex_regularizer.hpp"
 #include "objectives/objective.hpp"
 
 namespace stale {
 
-// constants are computed once on the CPU twin and handed over
+// constants (f's own, with the nonconvex regulariser's) are computed once on the CPU twin and
+// handed over
 std::unique_ptr<Objective> make_linear_model_cuda(std::shared_ptr<const LinearData> data, int stages, double l2,
-                                                  LinearLoss loss, Precision precision,
+                                                  NonconvexRegularizer reg, LinearLoss loss, Precision precision,
                                                   const ObjectiveConstants& constants);
 
 }  // namespace stale

@@ -1,7 +1,9 @@
 // The CUDA linear models as an Objective: the host half of the CUDA twin of
 // linear_model_cpu.cpp. Everything that touches the data runs on the device through
 // LinearCudaEngine (linear_model_cuda.cu); this adapter maps the Objective calls onto its
-// four operations and adds the (λ/2)‖w‖² term on the host in double, where the point is.
+// four operations and adds the (λ/2)‖w‖² term and the nonconvex regulariser r(w)
+// (objectives/nonconvex_regularizer.hpp: coordinate-wise, the CPU twin's own code) on the host
+// in double, where the point is.
 // It contains no CUDA code and is compiled by the host compiler in every build; without
 // nvcc the engine factory is the stub that says "built without CUDA".
 //
@@ -14,6 +16,7 @@
 
 #include "objectives/linear_cuda_engine.hpp"
 #include "objectives/linear_model_cuda.hpp"
+#include "objectives/nonconvex_regularizer.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -22,9 +25,9 @@ namespace {
 
 class LinearModelCuda final : public Objective {
  public:
-  LinearModelCuda(std::shared_ptr<const LinearData> data, int stages, double l2, LinearLoss loss,
-                  Precision precision, const ObjectiveConstants& constants)
-      : data_(std::move(data)), l2_(l2), loss_(loss) {
+  LinearModelCuda(std::shared_ptr<const LinearData> data, int stages, double l2, NonconvexRegularizer reg,
+                  LinearLoss loss, Precision precision, const ObjectiveConstants& constants)
+      : data_(std::move(data)), l2_(l2), reg_(reg), loss_(loss) {
     blocks_ = BlockPartition(data_->d(), stages);
     constants_ = constants;
     LinearCudaData view{data_->X.data(), data_->y.data(), data_->weight.data(), data_->n(), data_->d(), {}};
@@ -43,7 +46,9 @@ class LinearModelCuda final : public Objective {
     check_point(w);
     double v = 0;
     engine_->grad_many(w.data(), 1, {full_group(1)}, true, false, 0, 0, nullptr, &v);
-    return v + 0.5 * l2_ * w.squaredNorm();
+    v += 0.5 * l2_ * w.squaredNorm();
+    if (reg_.active()) v += reg_.value(w);
+    return v;
   }
 
   double value_grad(const Vec& w, Vec& grad) const override {
@@ -52,7 +57,12 @@ class LinearModelCuda final : public Objective {
     double v = 0;
     engine_->grad_many(w.data(), 1, {full_group(1)}, true, false, 0, dim(), grad.data(), &v);
     if (l2_ != 0) grad += l2_ * w;
-    return v + 0.5 * l2_ * w.squaredNorm();
+    v += 0.5 * l2_ * w.squaredNorm();
+    if (reg_.active()) {
+      reg_.add_gradient(w, grad);
+      v += reg_.value(w);
+    }
+    return v;
   }
 
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override {
@@ -61,7 +71,12 @@ class LinearModelCuda final : public Objective {
     double v = 0;
     engine_->grad_many(z.data(), 1, {batch_group(m, 0, 1)}, false, true, 0, dim(), grad.data(), &v);
     if (l2_ != 0) grad += l2_ * z;
-    return v * (1.0 / static_cast<double>(batch_rows(m))) + 0.5 * l2_ * z.squaredNorm();
+    v = v * (1.0 / static_cast<double>(batch_rows(m))) + 0.5 * l2_ * z.squaredNorm();
+    if (reg_.active()) {
+      reg_.add_gradient(z, grad);
+      v += reg_.value(z);
+    }
+    return v;
   }
 
   void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override {
@@ -70,6 +85,7 @@ class LinearModelCuda final : public Objective {
     STALE_CHECK(g_s.size() == ds, "g_s has the size of block s");
     engine_->grad_many(z.data(), 1, {batch_group(m, 0, 1)}, false, true, off, ds, g_s.data(), nullptr);
     if (l2_ != 0) g_s += l2_ * z.segment(off, ds);
+    if (reg_.active()) reg_.add_gradient(z.segment(off, ds), g_s);
   }
 
   void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
@@ -96,6 +112,7 @@ class LinearModelCuda final : public Objective {
     STALE_CHECK(grad_out.rows() == b && grad_out.cols() == 1 && grad_w_s.size() == ds, "grad_out is b × 1");
     engine_->backward_slice(data_->batch_offsets[m], b, blocks_.offset(s), ds, grad_out.data(), grad_w_s.data());
     if (l2_ != 0) grad_w_s += l2_ * w_s;
+    if (reg_.active()) reg_.add_gradient(w_s, grad_w_s);
     grad_in = grad_out;  // d(in + X_s w_s)/d in = I
   }
 
@@ -128,6 +145,7 @@ class LinearModelCuda final : public Objective {
       for (int j = 0; j < P; ++j) G.col(order[j]) = Gp.col(j);
     }
     if (l2_ != 0) G += l2_ * Z;
+    if (reg_.active()) reg_.add_gradient_cols(Z, G);
   }
 
   void value_grad_many(const Mat& Z, Mat& G, Vec& values) const override {
@@ -140,6 +158,10 @@ class LinearModelCuda final : public Objective {
     if (l2_ != 0) {
       G += l2_ * Z;
       values += 0.5 * l2_ * Z.colwise().squaredNorm().transpose();
+    }
+    if (reg_.active()) {
+      reg_.add_gradient_cols(Z, G);
+      for (int p = 0; p < P; ++p) values(p) += reg_.value(Z.col(p));
     }
   }
 
@@ -154,6 +176,7 @@ class LinearModelCuda final : public Objective {
 
   std::shared_ptr<const LinearData> data_;
   double l2_;
+  NonconvexRegularizer reg_;
   LinearLoss loss_;
   std::unique_ptr<LinearCudaEngine> engine_;  // mutable device state behind a const interface
 };
@@ -161,9 +184,9 @@ class LinearModelCuda final : public Objective {
 }  // namespace
 
 std::unique_ptr<Objective> make_linear_model_cuda(std::shared_ptr<const LinearData> data, int stages, double l2,
-                                                  LinearLoss loss, Precision precision,
+                                                  NonconvexRegularizer reg, LinearLoss loss, Precision precision,
                                                   const ObjectiveConstants& constants) {
-  return std::make_unique<LinearModelCuda>(std::move(data), stages, l2, loss, precision, constants);
+  return std::make_unique<LinearModelCuda>(std::move(data), stages, l2, reg, loss, precision, constants);
 }
 
 }  // namespace stale

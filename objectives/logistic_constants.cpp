@@ -49,7 +49,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
   c.L = 0.25 * (cc.lambda_max - lambda) + lambda;
   Vec w = Vec::Zero(f.dim()), g;
   // damped Newton with Armijo backtracking; the λI term makes the Hessian positive definite
-  double fw = f.value_grad(w, g);
+  double fw = f.convex_value_grad(w, g);
   const double g0 = g.norm();
   int it = 0;
   bool stalled = false, at_precision = false;
@@ -97,7 +97,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
     double ft = 0;
     for (int ls = 0; ls < 60; ++ls) {
       trial = w - t * step;
-      ft = f.value(trial);
+      ft = f.convex_value(trial);
       if (ft <= fw - 1e-4 * t * slope) break;
       t *= 0.5;
     }
@@ -106,7 +106,7 @@ ObjectiveConstants logistic_constants(const LogisticCpu& f) {
       break;
     }
     w = trial;
-    fw = f.value_grad(w, g);
+    fw = f.convex_value_grad(w, g);
     report(it + 1);
   }
   char buf[160];

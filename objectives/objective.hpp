@@ -29,8 +29,11 @@ struct ObjectiveConstants {
   bool L_exact = false;                                 // false: an upper bound (logistic)
   double mu = 0.0;                                      // strong convexity (0 if unknown)
   double f_star = std::numeric_limits<double>::quiet_NaN();
-  std::optional<Vec> w_star;
-  std::string f_star_method;  // "closed form", "newton (‖g‖/‖g0‖ = …)"
+  // true: f_star is a certified lower bound f_low ≤ inf f, not the minimum (a nonconvex
+  // objective, objectives/nonconvex_regularizer.hpp); subopt and the bound's Δ₀ use it alike
+  bool f_star_is_lower_bound = false;
+  std::optional<Vec> w_star;  // the minimiser (unset when unknown)
+  std::string f_star_method;  // "closed form", "newton (‖g‖/‖g0‖ = …)", "lower bound …"
 };
 
 // What a stage keeps from its forward pass for its backward pass (activation memory).

@@ -81,17 +81,20 @@ std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shar
                                          "; every stage needs at least one coordinate");
   const bool logistic = cfg.get_string("objective.name") == "logistic";
   const double l2 = logistic ? cfg.get_float("objective.l2") : 0.0;
+  // the convex part's constants are computed first (the solvers minimise convex_value), then
+  // set_constants turns them into f's own (objectives/nonconvex_regularizer.hpp)
+  const NonconvexRegularizer reg{cfg.get_float("objective.nonconvex_reg")};
   if (data->sparse()) {
     // the CSR twin runs on the cpu only; backend = auto takes it there, an explicit cuda is refused
     if (backend == BackendKind::Cuda && cfg.get_string("backend") == "cuda")
       config_error("backend", "\"cuda\" holds the data dense; data stored sparse (objective.storage) run on backend = \"cpu\"");
     std::unique_ptr<Objective> f;
     if (logistic) {
-      auto lg = std::make_unique<LogisticCpuSparse>(data, S, l2);
+      auto lg = std::make_unique<LogisticCpuSparse>(data, S, l2, reg);
       lg->set_constants(logistic_constants(*lg));
       f = std::move(lg);
     } else {
-      auto ls = std::make_unique<LeastSquaresCpuSparse>(data, S, 0.0);
+      auto ls = std::make_unique<LeastSquaresCpuSparse>(data, S, 0.0, reg);
       ls->set_constants(least_squares_constants(*ls));
       f = std::move(ls);
     }
@@ -101,20 +104,21 @@ std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shar
   std::unique_ptr<Objective> cpu;
   ObjectiveConstants constants;
   if (logistic) {
-    auto f = std::make_unique<LogisticCpu>(data, S, l2);
-    constants = logistic_constants(*f);
-    f->set_constants(constants);
+    auto f = std::make_unique<LogisticCpu>(data, S, l2, reg);
+    f->set_constants(logistic_constants(*f));
+    constants = f->constants();
     cpu = std::move(f);
   } else {
-    auto f = std::make_unique<LeastSquaresCpu>(data, S, 0.0);
-    constants = least_squares_constants(*f);
-    f->set_constants(constants);
+    auto f = std::make_unique<LeastSquaresCpu>(data, S, 0.0, reg);
+    f->set_constants(least_squares_constants(*f));
+    constants = f->constants();
     cpu = std::move(f);
   }
   cpu->set_data_file(data->source_path);
   if (backend == BackendKind::Cpu) return cpu;
   const Precision prec = cfg.get_string("precision") == "float32" ? Precision::Float32 : Precision::Float64;
-  auto gpu = make_linear_model_cuda(data, S, l2, logistic ? LinearLoss::Logistic : LinearLoss::Squared, prec, constants);
+  auto gpu =
+      make_linear_model_cuda(data, S, l2, reg, logistic ? LinearLoss::Logistic : LinearLoss::Squared, prec, constants);
   gpu->set_data_file(data->source_path);
   return gpu;
 }
@@ -138,15 +142,16 @@ std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind 
 }
 
 const bool quadratic = ObjectiveRegistry::add(
-    {"quadratic", "least squares (1/2n)||Xw - y||^2 with exact L, mu, f_* and w_*", 0, {"objective.generator"},
+    {"quadratic", "least squares (1/2n)||Xw - y||^2 with exact L, mu, f_* and w_*; nonconvex with objective.nonconvex_reg (f_* a lower bound)", 0,
+     {"objective.generator", "objective.nonconvex_reg"},
      {{"random", {"objective.dim", "objective.samples"}},
       {"nesterov", {"objective.dim", "objective.samples", "objective.mu"}},
       {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
      make_linear_objective});
 const bool logistic = ObjectiveRegistry::add(
-    {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton", 1,
-     {"objective.generator", "objective.l2"},
+    {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton; nonconvex with objective.nonconvex_reg", 1,
+     {"objective.generator", "objective.l2", "objective.nonconvex_reg"},
      {{"synthetic", {"objective.dim", "objective.samples"}},
       {"libsvm", {"objective.data", "objective.data_dir", "objective.storage"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},

@@ -142,6 +142,7 @@ nb::dict theory_dict(const TheoryConstants& t) {
   d["mu"] = t.mu;
   d["f_star"] = t.f_star;
   d["f_star_method"] = t.f_star_method;
+  d["f_star_is_lower_bound"] = t.f_star_is_lower_bound;
   d["delta"] = t.delta;
   d["delay_model"] = t.delay_model;
   d["delta_steady"] = t.delta_steady;
@@ -226,6 +227,7 @@ nb::dict run(const std::string& path, const std::string& text, const std::vector
   o["L"] = m.objective.L;
   o["mu"] = m.objective.mu;
   o["f_star"] = m.objective.f_star;
+  o["f_star_is_lower_bound"] = m.objective.f_star_is_lower_bound;
   o["batches"] = m.objective.batches;
   o["description"] = m.objective.description;
   d["objective"] = o;
@@ -380,9 +382,7 @@ nb::dict stability(const std::string& path, const std::string& text, const std::
                    std::vector<double> lrs, const std::string& order, const std::string& solver, int64_t dense_max,
                    bool gamma_max, double rel_tol) {
   Config cfg = make_config(path, text, overrides);
-  if (cfg.get_string("objective.name") != "quadratic")
-    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
-                                       "\": the stability predictor needs a quadratic (its recursion is linear)");
+  check_stability_objective(cfg);
   RadiusOptions ro;
   ro.solver = parse_radius_solver(solver);
   ro.dense_max = dense_max;
@@ -490,6 +490,7 @@ nb::dict objective_data(const std::string& path, const std::string& text, const 
   out["mu"] = c.mu;
   out["f_star"] = c.f_star;
   out["f_star_method"] = c.f_star_method;
+  out["f_star_is_lower_bound"] = c.f_star_is_lower_bound;
   out["w_star"] = c.w_star ? vec(*c.w_star) : nb::none();
   std::vector<int64_t> sizes;
   for (int st = 0; st < f->stages(); ++st) sizes.push_back(f->blocks().size(st));

@@ -68,6 +68,8 @@ def main(argv=None):
             band(ax2, x[1:], [r.series("bound")[1:n] for r in good], color, None, style="--")
     f_star_known = all(np.isfinite(r.series("subopt")[0]) for r in runs if "subopt" in r.metrics)
     y1 = r"$f(w_k) - f_*$" if f_star_known else r"$f(w_k) - f_*$ (the loss where $f_*$ is unknown)"
+    if any(int(r.theory.get("f_star_is_lower_bound", 0)) for r in runs):  # nonconvex: f_* is f_low
+        y1 = r"$f(w_k) - f_{\mathrm{low}}$ ($f_{\mathrm{low}} \leq f_*$, nonconvex objective)"
     for ax, (xl, yl) in ((ax1, (X_AXES[a.x][0], y1)),
                          (ax2, (X_AXES[a.x][1], r"$\frac{1}{K}\sum_{k<K} \|\nabla f(w_k)\|^2$  (dashed: bound §3)"))):
         ax.set_yscale("log")

@@ -56,9 +56,7 @@ int run_stability_command() {
   const StabilityCommand& c = command();
   Config cfg = Config::from_file(c.config);
   for (const auto& o : c.overrides) cfg.apply_override(o);
-  if (cfg.get_string("objective.name") != "quadratic")
-    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
-                                       "\": the stability predictor needs a quadratic (its recursion is linear)");
+  check_stability_objective(cfg);
   RadiusOptions ro;
   ro.solver = parse_radius_solver(c.solver);
   ro.dense_max = c.dense_max;

@@ -56,6 +56,10 @@ const std::vector<KeySpec>& config_schema() {
       Str("objective.spectrum", "geometric", "spectrum: spacing of the d eigenvalues between mu and L",
           {"geometric", "linear"}),
       Float("objective.l2", 1e-4, "logistic: λ of the (λ/2)‖w‖² regulariser", 0.0),
+      Float("objective.nonconvex_reg", 0.0,
+            "quadratic, logistic: λ of the smooth nonconvex regulariser λ Σ w_i²/(1 + w_i²) (L grows by 2λ; f_* is then "
+            "the certified lower bound 0 and μ is not claimed); 0 = off",
+            0.0),
       Str("objective.data", "", "libsvm: data file; file: X.npz (X, y, w_true), \"X.npy,y.npy\", .h5 (/X, /y, /w_true), .csv or LIBSVM, by extension; charlm: text corpus (empty = tinyshakespeare.txt); a relative path is looked up in objective.data_dir"),
       Str("objective.storage", "auto",
           "libsvm, file (LIBSVM): how X is held: dense, or sparse (CSR, cpu only: for data whose dense X does not fit); "

@@ -429,6 +429,10 @@ void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& 
   Handle a = open_attr_for_write(obj, name, H5T_NATIVE_INT64, space.id());
   ok(H5Awrite(a.id(), H5T_NATIVE_INT64, value.data()), "write attribute " + name);
 }
+bool attr_exists(hid_t obj, const std::string& name) {
+  const Lock lock;
+  return H5Aexists(obj, name.c_str()) > 0;
+}
 void delete_attr(hid_t obj, const std::string& name) {
   const Lock lock;
   if (H5Aexists(obj, name.c_str()) > 0) ok(H5Adelete(obj, name.c_str()), "delete attribute " + name);

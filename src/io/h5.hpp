@@ -64,6 +64,7 @@ void write_attr(hid_t obj, const std::string& name, int64_t value);
 void write_attr(hid_t obj, const std::string& name, const std::vector<double>& value);
 void write_attr(hid_t obj, const std::string& name, const std::vector<int64_t>& value);
 void delete_attr(hid_t obj, const std::string& name);  // if it exists
+bool attr_exists(hid_t obj, const std::string& name);
 std::string read_attr_string(hid_t obj, const std::string& name);
 double read_attr_double(hid_t obj, const std::string& name);
 int64_t read_attr_int(hid_t obj, const std::string& name);

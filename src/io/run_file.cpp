@@ -265,7 +265,8 @@ void RunFile::write_root(const std::string& config_toml, int64_t seed, const std
 }
 
 void RunFile::write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes,
-                             double L, double mu, double f_star, int64_t batches, const std::string& description) {
+                             double L, double mu, double f_star, bool f_star_is_lower_bound, int64_t batches,
+                             const std::string& description) {
   auto g = h5::create_group(impl_->file.id(), "objective");
   h5::write_attr(g.id(), "name", name);
   h5::write_attr(g.id(), "n", n);
@@ -275,6 +276,8 @@ void RunFile::write_objective(const std::string& name, int64_t n, int64_t d, con
   h5::write_attr(g.id(), "L", L);
   h5::write_attr(g.id(), "mu", mu);
   h5::write_attr(g.id(), "f_star", f_star);
+  // only where it is true, so that the files of convex objectives keep their attributes
+  if (f_star_is_lower_bound) h5::write_attr(g.id(), "f_star_is_lower_bound", int64_t{1});
   h5::write_attr(g.id(), "batches", batches);
   h5::write_attr(g.id(), "description", description);
 }
@@ -354,6 +357,7 @@ void RunFile::write_theory(const TheoryConstants& t) {
   h5::write_attr(g.id(), "mu", t.mu);
   h5::write_attr(g.id(), "f_star", t.f_star);
   h5::write_attr(g.id(), "f_star_method", t.f_star_method);
+  if (t.f_star_is_lower_bound) h5::write_attr(g.id(), "f_star_is_lower_bound", int64_t{1});  // as in /objective
   h5::write_attr(g.id(), "delta", t.delta);
   h5::write_attr(g.id(), "delay_model", t.delay_model);
   h5::write_attr(g.id(), "delta_steady", t.delta_steady);

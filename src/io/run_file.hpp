@@ -59,7 +59,8 @@ class RunFile final : public RunLog {
   void write_root(const std::string& config_toml, int64_t seed, const std::string& backend, const std::string& device,
                   const std::string& precision) override;
   void write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes, double L,
-                       double mu, double f_star, int64_t batches, const std::string& description) override;
+                       double mu, double f_star, bool f_star_is_lower_bound, int64_t batches,
+                       const std::string& description) override;
   void write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) override;
   void append_metrics(const MetricsRow& row) override;
   void expect_rows(int64_t metric_rows, int64_t iterate_rows, int64_t delay_rows) override;

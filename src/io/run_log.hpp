@@ -23,6 +23,7 @@ struct TheoryConstants {
   double L = 0, mu = 0, f_star = 0, delta = 0, G = 0, lr = 0, delta0 = 0;
   int64_t stages = 0, updates = 0;
   bool L_exact = false;
+  bool f_star_is_lower_bound = false;  // f_star is f_low (a nonconvex objective); Δ₀ = f(w₀) − f_low
   std::string f_star_method, delay_model;
   // δ (above) is the whole run's largest delay, the bound's; these are the steady state's
   double delta_steady = 0, delay_mean_steady = 0;
@@ -57,8 +58,10 @@ class RunLog {
   // the header: root attributes and /objective
   virtual void write_root(const std::string& config_toml, int64_t seed, const std::string& backend,
                           const std::string& device, const std::string& precision) = 0;
+  // f_star_is_lower_bound: f_star is a certified lower bound, not the minimum (nonconvex)
   virtual void write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes,
-                               double L, double mu, double f_star, int64_t batches, const std::string& description) = 0;
+                               double L, double mu, double f_star, bool f_star_is_lower_bound, int64_t batches,
+                               const std::string& description) = 0;
   // the data file the objective read: resolved path, size and SHA-256 (attributes of /objective)
   virtual void write_data_record(const std::string& path, int64_t bytes, const std::string& sha256) = 0;
 

@@ -26,7 +26,8 @@ class MemoryLog final : public RunLog {
     out_.config_toml = config_toml;
   }
   void write_objective(const std::string& name, int64_t n, int64_t d, const std::vector<int64_t>& block_sizes, double L,
-                       double mu, double f_star, int64_t batches, const std::string& description) override {
+                       double mu, double f_star, bool f_star_is_lower_bound, int64_t batches,
+                       const std::string& description) override {
     auto& o = out_.objective;
     o.name = name;
     o.description = description;
@@ -38,6 +39,7 @@ class MemoryLog final : public RunLog {
     o.L = L;
     o.mu = mu;
     o.f_star = f_star;
+    o.f_star_is_lower_bound = f_star_is_lower_bound;
   }
   void write_data_record(const std::string&, int64_t, const std::string&) override {}
   void append_metrics(const MetricsRow& row) override { out_.metrics.push_back(row); }

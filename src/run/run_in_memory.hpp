@@ -21,6 +21,7 @@ struct ObjectiveSummary {  // the run file's /objective attributes
   int64_t n = 0, d = 0, S = 0, batches = 0;
   std::vector<int64_t> block_sizes;
   double L = 0, mu = 0, f_star = 0;
+  bool f_star_is_lower_bound = false;
 };
 
 struct ScheduleSummary {  // a schedule method's /schedule attributes

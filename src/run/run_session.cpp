@@ -79,7 +79,8 @@ void RunSession::write_header(const std::string& data_sha, uint64_t data_bytes) 
   for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
   const auto& c = f_->constants();
   const std::string desc = f_->description().empty() ? cfg_.get_string("objective.generator") : f_->description();
-  log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, f_->num_batches(), desc);
+  log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, c.f_star_is_lower_bound,
+                        f_->num_batches(), desc);
   if (!data_sha.empty()) log_->write_data_record(f_->data_file(), static_cast<int64_t>(data_bytes), data_sha);
 }
 
@@ -109,6 +110,7 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
   t.mu = c.mu;
   t.f_star = c.f_star;
   t.f_star_method = c.f_star_method;
+  t.f_star_is_lower_bound = c.f_star_is_lower_bound;
   // δ planned, or measured along the run when a coupled timeline made the delays
   t.delta = static_cast<double>(plan_.bound_delay(report.delay_moments.max_overall()));
   t.delay_model = plan_.delay_name;

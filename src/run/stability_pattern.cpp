@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string>
 
 #include "optimizers/method_registry.hpp"
 #include "optimizers/schedule_executor.hpp"
@@ -146,6 +147,21 @@ DelayPattern schedule_pattern(const std::string& schedule, ScheduleParams params
   }
   throw UserError("schedule " + schedule + ": no periodic steady state within 65536 micro-batches (random stage "
                   "costs, costs.jitter or stragglers, make the delays a-periodic)");
+}
+
+void check_stability_objective(const Config& cfg) {
+  if (cfg.get_string("objective.name") != "quadratic")
+    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
+                                       "\": the stability predictor needs a quadratic (its recursion is linear)");
+  if (const double reg = cfg.get_float("objective.nonconvex_reg"); reg != 0) {
+    std::ostringstream v;
+    v.precision(15);  // as written (0.2, not 0.20000000000000001) where 15 digits round-trip
+    v << reg;
+    if (std::stod(v.str()) != reg) v.str(""), v.precision(17), v << reg;
+    config_error("objective.nonconvex_reg", v.str() +
+                                                " makes the objective nonconvex; the stability predictor needs a quadratic "
+                                                "(its recursion is linear): valid here is 0");
+  }
 }
 
 DelayPattern pattern_from_config(const Config& cfg, const std::string& order) {

@@ -74,4 +74,9 @@ DelayPattern schedule_pattern(const std::string& schedule, ScheduleParams params
 //   UserError naming the key.
 DelayPattern pattern_from_config(const Config& cfg, const std::string& order);
 
+// The predictor's recursion is linear: the objective must be a quadratic (objective.name =
+// "quadratic", objective.nonconvex_reg = 0), else a UserError naming the key. Both front ends
+// (stale stability, stale.stability) call it.
+void check_stability_objective(const Config& cfg);
+
 }  // namespace stale

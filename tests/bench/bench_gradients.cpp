@@ -143,7 +143,7 @@ const Objective& gpu_objective(Index d, Precision prec) {
   Problem& p = problem(d);
   if (p.gpu_precision != static_cast<int>(prec) || !p.gpu) {
     p.gpu.reset();
-    p.gpu = make_linear_model_cuda(p.data, 8, 0.0, LinearLoss::Squared, prec, ObjectiveConstants{});
+    p.gpu = make_linear_model_cuda(p.data, 8, 0.0, NonconvexRegularizer{}, LinearLoss::Squared, prec, ObjectiveConstants{});
     p.gpu_precision = static_cast<int>(prec);
   }
   return *p.gpu;

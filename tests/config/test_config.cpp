@@ -43,6 +43,20 @@ TEST_CASE("BadValuesNameTheKeyAndWhatIsValid") {
                        UserError);
 }
 
+TEST_CASE("NonconvexRegMustBeFiniteAndNonNegative") {
+  CHECK(Config::from_string("", "f.toml").get_float("objective.nonconvex_reg") == 0.0);  // off by default
+  CHECK(Config::from_string("[objective]\nnonconvex_reg = 0.25\n", "f.toml").get_float("objective.nonconvex_reg") == 0.25);
+  for (const char* bad : {"-0.5", "-1e-300", "inf", "nan", "-inf"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(Config::from_string(std::string("[objective]\nnonconvex_reg = ") + bad + "\n", "f.toml"),
+                         doctest::Contains("objective.nonconvex_reg = "), UserError);
+    CHECK_THROWS_WITH_AS(Config::from_string(std::string("[objective]\nnonconvex_reg = ") + bad + "\n", "f.toml"),
+                         doctest::Contains("is out of range; valid: >= 0"), UserError);
+  }
+  CHECK_THROWS_WITH_AS(Config::from_string("[objective]\nnonconvex_reg = \"big\"\n", "f.toml"),
+                       doctest::Contains("objective.nonconvex_reg must be float"), UserError);
+}
+
 TEST_CASE("ResolvedConfigRoundTrips") {
   Config c = Config::from_string("seed = 9\n[delay]\nname = \"uniform\"\nmax = 60\n", "t.toml");
   c.apply_override("objective.stages=4");

@@ -168,6 +168,42 @@ TEST_CASE("LogisticCudaIsEquivalentToCpu") {
   }
 }
 
+// objective.nonconvex_reg: the CUDA twin adds the regulariser on the host, with the CPU twin's
+// own code, to every entry point (full, mini-batch, block, stage-wise, batched), and the
+// constants it is handed are the nonconvex ones
+TEST_CASE("NonconvexRegulariserCudaIsEquivalentToCpu") {
+  if (!test::have_gpu()) return;
+  for (const char* toml : {kQuadratic, kLogistic}) {
+    for (const char* precision : {"float64", "float32"}) {
+      Config cfg = config_for(toml, precision);
+      cfg.apply_override("objective.nonconvex_reg=0.3");
+      CAPTURE(cfg.get_string("objective.name"));
+      CAPTURE(precision);
+      check_equivalent(cfg);
+      const auto cpu = make_objective(cfg, BackendKind::Cpu);
+      const auto gpu = make_objective(cfg, BackendKind::Cuda);
+      CHECK(gpu->constants().f_star_is_lower_bound);
+      CHECK(gpu->constants().f_star == cpu->constants().f_star);
+      const double tol = test::tolerance(cfg);
+      const Mat Z = test::random_mat(cpu->dim(), 5, 29);
+      Mat Gc, Gg;
+      Vec vc, vg;
+      cpu->value_grad_many(Z, Gc, vc);
+      gpu->value_grad_many(Z, Gg, vg);
+      const std::vector<int> batches = {1, 1, 0, cpu->num_batches() - 1, 1};
+      Mat Bc, Bg;
+      cpu->batch_grad_many(Z, batches, Bc);
+      gpu->batch_grad_many(Z, batches, Bg);
+      for (Index p = 0; p < Z.cols(); ++p) {
+        CAPTURE(p);
+        CHECK(rel_err(Gg.col(p), Gc.col(p)) <= tol);
+        CHECK(rel_err(vg(p), vc(p)) <= tol);
+        CHECK(rel_err(Bg.col(p), Bc.col(p)) <= tol);
+      }
+    }
+  }
+}
+
 TEST_CASE("BatchedGradientsCudaAreEquivalentToCpu") {
   if (!test::have_gpu()) return;
   for (const char* toml : {kQuadratic, kLogistic}) {

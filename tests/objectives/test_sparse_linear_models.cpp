@@ -75,10 +75,10 @@ struct Twins {
   std::unique_ptr<Objective> dense, sparse;
 };
 
-Twins make_twins(const std::string& objective, const std::string& data) {
+Twins make_twins(const std::string& objective, const std::string& data, const std::string& extra = "") {
   Twins t;
-  t.dense = make_objective(data_config(objective, data, "dense"), BackendKind::Cpu);
-  t.sparse = make_objective(data_config(objective, data, "sparse"), BackendKind::Cpu);
+  t.dense = make_objective(data_config(objective, data, "dense", extra), BackendKind::Cpu);
+  t.sparse = make_objective(data_config(objective, data, "sparse", extra), BackendKind::Cpu);
   return t;
 }
 
@@ -90,12 +90,12 @@ Vec seeded_point(Index d, uint64_t seed, double scale) {
 }
 
 // every view of the objective at a few points: full, batch, block and stage-wise
-void check_twins_agree(const Objective& dense, const Objective& sparse) {
+void check_twins_agree(const Objective& dense, const Objective& sparse, double scale = 0.3) {
   REQUIRE(sparse.dim() == dense.dim());
   REQUIRE(sparse.num_batches() == dense.num_batches());
   CHECK(sparse.description().find("(CSR)") != std::string::npos);
   for (uint64_t seed : {1, 2}) {
-    const Vec w = seeded_point(dense.dim(), seed, 0.3);
+    const Vec w = seeded_point(dense.dim(), seed, scale);
     Vec gd, gs;
     CHECK(test::rel_err(sparse.value(w), dense.value(w)) <= test::tol::kReordered);
     CHECK(test::rel_err(sparse.value_grad(w, gs), dense.value_grad(w, gd)) <= test::tol::kReordered);
@@ -120,6 +120,7 @@ void check_twins_agree(const Objective& dense, const Objective& sparse) {
   CHECK(test::rel_err(cs.L, cd.L) <= test::tol::kIterativeSolver);
   CHECK(std::abs(cs.mu - cd.mu) <= test::tol::kIterativeSolver * cd.L);
   CHECK(test::rel_err(cs.f_star, cd.f_star) <= test::tol::kIterativeSolver);
+  CHECK(cs.f_star_is_lower_bound == cd.f_star_is_lower_bound);
 }
 
 // the logged series and the final iterate of one run
@@ -148,13 +149,15 @@ void check_runs_agree(const InMemoryRun& dense, const InMemoryRun& sparse) {
 }
 
 // sgd, rpd over uniform delays and pipedream, each on dense and on sparse storage
-void check_methods_agree(const std::string& objective, const std::string& data, const std::string& lr) {
+void check_methods_agree(const std::string& objective, const std::string& data, const std::string& lr,
+                         const std::string& extra = "") {
   for (const std::string method :
        {"method.name=\"sgd\"\nmethod.updates=400", "method.name=\"rpd\"\nmethod.updates=400\ndelay.name=\"uniform\"\ndelay.max=12",
         "method.name=\"pipedream\"\nmethod.updates=400"}) {
     CAPTURE(method);
     const std::string m = method + "\nmethod.lr=" + lr + "\nlog.every=5\nlog.progress=false";
-    check_runs_agree(run_of(data_config(objective, data, "dense"), m), run_of(data_config(objective, data, "sparse"), m));
+    check_runs_agree(run_of(data_config(objective, data, "dense", extra), m),
+                     run_of(data_config(objective, data, "sparse", extra), m));
   }
 }
 
@@ -205,6 +208,20 @@ TEST_CASE("SparseTwinEqualsDenseTwinOnASyntheticSparseFile") {
     const Twins t = make_twins(logistic ? "logistic" : "quadratic", path);
     check_twins_agree(*t.dense, *t.sparse);
   }
+}
+
+// objective.nonconvex_reg: the CSR twin adds the same coordinate-wise regulariser, read by the
+// libsvm (logistic) and file (least squares) generators alike
+TEST_CASE("SparseTwinEqualsDenseTwinWithTheNonconvexRegulariser") {
+  for (const bool logistic : {true, false}) {
+    CAPTURE(logistic);
+    const std::string path = write_sparse_file(300, 60, logistic);
+    const Twins t = make_twins(logistic ? "logistic" : "quadratic", path, "nonconvex_reg = 0.4\n");
+    REQUIRE(t.sparse->constants().f_star_is_lower_bound);
+    check_twins_agree(*t.dense, *t.sparse, 1.2);
+  }
+  check_methods_agree("logistic", write_sparse_file(400, 80, true), "0.5", "nonconvex_reg = 0.2\n");
+  check_methods_agree("quadratic", write_sparse_file(400, 80, false), "0.05", "nonconvex_reg = 0.2\n");
 }
 
 TEST_CASE("SparseTwinEqualsDenseTwinOnW7a") {

@@ -12,13 +12,16 @@ mini-batches of b consecutive rows (batch m = rows m·b … m·b + b − 1; n mu
 b), and w into S contiguous blocks of d / S coordinates (d must be a multiple of S; the
 harness's "near-equal" blocks are then equal). The batch objective is
 
-    f_m(w) = (1/b) Σ_{i in batch m} ℓ(x_iᵀ w, y_i) + (λ/2) ‖w‖²,     f = (1/M) Σ_m f_m,
+    f_m(w) = (1/b) Σ_{i in batch m} ℓ(x_iᵀ w, y_i) + (λ/2) ‖w‖² + ν Σ_j w_j² / (1 + w_j²),
+    f = (1/M) Σ_m f_m,
 
 with ℓ(a, y) = ½ (a − y)² (least squares, λ = 0) or ℓ(a, y) = log(1 + e^a) − y·a (binary
-cross-entropy, y ∈ {0, 1}). A linear model is a pipeline: stage s adds X_m[:, slice_s] u_s to a
-running activation, the last stage applies the loss; the backward of stage s returns
+cross-entropy, y ∈ {0, 1}), and ν ≥ 0 the smooth nonconvex regulariser of the nonconvex
+benchmarks (the harness's objective.nonconvex_reg; ν = 0 is the convex objective). A linear
+model is a pipeline: stage s adds X_m[:, slice_s] u_s to a running activation, the last stage
+applies the loss; the backward of stage s returns
 
-    g_s = X_m[:, slice_s]ᵀ ℓ'(a, y) / b + λ v_s
+    g_s = X_m[:, slice_s]ᵀ ℓ'(a, y) / b + λ v_s + 2ν v_s / (1 + v_s²)²   (elementwise)
 
 where a was built from the blocks u_0 … u_{S−1} the forwards of this micro-batch read and v_s
 is the block the backward reads (the stashed u_s, or the current block: §4, §5).
@@ -81,7 +84,7 @@ import numpy as np
 class LinearObjective:
     """f = (1/M) Σ_m f_m over M batches of b consecutive rows; w in S equal blocks."""
 
-    def __init__(self, X, y, loss, lam, stages, batch_size):
+    def __init__(self, X, y, loss, lam, stages, batch_size, nonconvex=0.0):
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         n, d = X.shape
@@ -89,6 +92,8 @@ class LinearObjective:
         assert n % batch_size == 0, "the reference needs n to be a multiple of the batch size"
         assert d % stages == 0, "the reference needs d to be a multiple of S"
         self.X, self.y, self.loss, self.lam = X, y, loss, float(lam)
+        assert nonconvex >= 0
+        self.nu = float(nonconvex)
         self.S, self.b, self.M = stages, batch_size, n // batch_size
         self.d, self.n = d, n
         self.ds = d // stages
@@ -109,10 +114,20 @@ class LinearObjective:
             return a - y
         return 1.0 / (1.0 + np.exp(-a)) - y
 
+    # (ν = 0 adds nothing at all, so the convex cases compute exactly what they did before ν)
+    def reg_value(self, w):
+        """ν Σ_j w_j² / (1 + w_j²), nonconvex for ν > 0."""
+        return self.nu * np.sum(w * w / (1.0 + w * w))
+
+    def reg_grad(self, v):
+        """Its gradient 2ν v / (1 + v²)², elementwise (of a whole point or one block)."""
+        return 2.0 * self.nu * v / (1.0 + v * v) ** 2
+
     def batch_value(self, w, m):
         r = self.batch_rows(m)
         a = self.X[r] @ w
-        return np.mean(self.ell(a, self.y[r])) + 0.5 * self.lam * np.dot(w, w)
+        v = np.mean(self.ell(a, self.y[r])) + 0.5 * self.lam * np.dot(w, w)
+        return v + self.reg_value(w) if self.nu else v
 
     def value(self, w):
         """f(w) = (1/M) Σ_m f_m(w)."""
@@ -122,7 +137,8 @@ class LinearObjective:
         """∇_{w^(s)} f_m(z): the gradient of one block at one point."""
         r, c = self.batch_rows(m), self.block_slice(s)
         a = self.X[r] @ z
-        return self.X[r][:, c].T @ self.ell_prime(a, self.y[r]) / self.b + self.lam * z[c]
+        g = self.X[r][:, c].T @ self.ell_prime(a, self.y[r]) / self.b + self.lam * z[c]
+        return g + self.reg_grad(z[c]) if self.nu else g
 
     # the pipeline view: forward reads u_s per stage, backward of stage s reads v_s
     def forward_activation(self, m, reads):
@@ -134,7 +150,8 @@ class LinearObjective:
 
     def stage_backward(self, m, activation, s, v_s):
         r = self.batch_rows(m)
-        return self.X[r][:, self.block_slice(s)].T @ self.ell_prime(activation, self.y[r]) / self.b + self.lam * v_s
+        g = self.X[r][:, self.block_slice(s)].T @ self.ell_prime(activation, self.y[r]) / self.b + self.lam * v_s
+        return g + self.reg_grad(v_s) if self.nu else g
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 // and LocalSGD written from docs/theory.md alone, with its own unit-slot scheduler.
 // tests/reference/make_golden.py ran it and wrote tests/reference/golden/: least-squares and
 // logistic data (read here through objective.generator = "file"), and for S ∈ {2, 4, 8} the
-// loss f(w_k) and iterate w_k at every block update of every method. Each method runs through
+// loss f(w_k) and iterate w_k at every block update of every method, for the convex objectives
+// and for the same data with the smooth nonconvex regulariser (objective.nonconvex_reg > 0). Each method runs through
 // the harness's own entry (make_method; RPD through make_rpd with the reference's delay table,
 // stages and batches) and must agree at every update to 1e-12 relative, and update the same
 // stage on the same batch in the same order.
@@ -89,7 +90,7 @@ Comparison compare(const Objective& f, const Recorder& h, const std::vector<doub
 
 TEST_CASE("EveryMethodMatchesTheNumPyReferenceAtEveryUpdateTo1e-12") {
   int cases = 0;
-  for (const std::string objective : {"least_squares", "logistic"}) {
+  for (const std::string objective : {"least_squares", "logistic", "least_squares_nonconvex", "logistic_nonconvex"}) {
     for (int S : {2, 4, 8}) {
       const std::string path = kGoldenDir + "/" + objective + "_S" + std::to_string(S) + ".h5";
       CAPTURE(path);
@@ -140,7 +141,7 @@ TEST_CASE("EveryMethodMatchesTheNumPyReferenceAtEveryUpdateTo1e-12") {
       }
     }
   }
-  CHECK(cases == 2 * 3 * 8);
+  CHECK(cases == 4 * 3 * 8);
 }
 
 TEST_SUITE_END();

@@ -12,9 +12,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reference as ref  # noqa: E402
 
 
-def small_objective(loss="logistic", S=4, lam=0.01):
+def small_objective(loss="logistic", S=4, lam=0.01, nonconvex=0.0):
     X, y, _ = (ref.make_logistic if loss == "logistic" else ref.make_least_squares)(24, 8, 5)
-    return ref.LinearObjective(X, y, "logistic" if loss == "logistic" else "squared", lam, S, 4)
+    return ref.LinearObjective(X, y, "logistic" if loss == "logistic" else "squared", lam, S, 4, nonconvex)
 
 
 def steady(delays):
@@ -77,7 +77,12 @@ def test_localsgd_rounds_drain():
 
 
 def test_the_stage_wise_backward_is_the_block_gradient_and_matches_finite_differences():
-    obj = small_objective()
+    for obj in (small_objective(), small_objective("logistic", nonconvex=0.3),
+                small_objective("squared", lam=0.0, nonconvex=0.7)):
+        check_stage_wise_backward(obj)
+
+
+def check_stage_wise_backward(obj):
     rng = np.random.default_rng(0)
     w = rng.standard_normal(obj.d)
     blocks = [w[obj.block_slice(s)] for s in range(obj.S)]

@@ -123,6 +123,25 @@ TEST_CASE("EnsembleColumnsEqualSeparateRuns") {
   }
 }
 
+// objective.nonconvex_reg: each column's gradients, stage backward passes and tracked metrics
+// add the regulariser from its own point, as its separate run does
+TEST_CASE("EnsembleColumnsEqualSeparateRunsWithTheNonconvexRegulariser") {
+  const std::vector<double> lrs = {0.005, 0.01, 0.02};
+  for (const std::string objective : {"quadratic", "logistic"}) {
+    for (const std::string method : {"rpd", "pipedream", "paci"}) {
+      CAPTURE(objective);
+      CAPTURE(method);
+      const std::string extra = method == "rpd" ? "[delay]\nname = \"uniform\"\nmax = 5\n" : "";
+      std::string body = base(objective, method, extra);
+      const std::string stages = "stages = 4\n";
+      body.replace(body.find(stages), stages.size(), stages + "nonconvex_reg = 0.3\n");
+      const double worst = ensemble_vs_separate("nonconvex-" + objective + "-" + method, body, lrs);
+      if (objective == "quadratic") CHECK(worst == 0.0);
+      else CHECK(worst <= kColumnTolerance);
+    }
+  }
+}
+
 TEST_CASE("EnsembleColumnsWithNoiseMomentumAndAReplayedSchedule") {
   // shared noise draws, per-column momentum state, RPD replaying PipeDream's delay table
   Config noisy = Config::from_string(base("quadratic", "pipedream"), "n.toml");

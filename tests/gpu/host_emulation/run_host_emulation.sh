@@ -25,9 +25,14 @@ OUT=$BUILD/host_emulation
 mkdir -p "$OUT"
 HDF5_INC=/usr/include/hdf5/serial
 HDF5_LIB=$(ls /usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so 2>/dev/null || echo -lhdf5)
-# the main build's target and fixed Eigen blocking (CMakeLists.txt, "the instruction-set target")
-FLAGS=(-std=c++20 -O2 -march=x86-64-v3 -DEIGEN_NO_CPUID -DEIGEN_DONT_PARALLELIZE -fopenmp -w -I"$EMU" -I"$ROOT" -I"$BUILD/generated" -I/usr/include/eigen3
-       -I"$HDF5_INC" -DSTALE_SOURCE_DIR="\"$ROOT\"" -DSTALE_BINARY_DIR="\"$BUILD\"")
+# the build's own instruction-set target and Eigen settings (CMakeLists.txt, stale_flags): objects
+# compiled for another target (-march=native on an AVX-512 CPU: Eigen aligns to 64 bytes, the
+# x86-64-v3 archives to 32) disagree on Eigen's object layout, and the suite crashes
+TARGET=$(sed -n 's/.*cpu_target = "\(.*\)";/\1/p' "$BUILD/generated/src/core/build_info.hpp")
+FLAGS=(-std=c++20 -O2 -march="${TARGET:-native}" -fopenmp -w -I"$EMU" -I"$ROOT" -I"$BUILD/generated" -I/usr/include/eigen3
+       -I"$HDF5_INC" -DSTALE_SOURCE_DIR="\"$ROOT\"" -DSTALE_BINARY_DIR="\"$BUILD\""
+       -DEIGEN_NO_CPUID -DEIGEN_DEFAULT_L1_CACHE_SIZE=32768 -DEIGEN_DEFAULT_L2_CACHE_SIZE=262144
+       -DEIGEN_DEFAULT_L3_CACHE_SIZE=2097152 -DEIGEN_DONT_PARALLELIZE)
 
 compile() {  # source object [extra flags]
   local src=$1 obj=$2
