@@ -16,7 +16,7 @@ namespace {
 const std::set<std::string> kAlwaysRead = {
     "seed", "backend", "precision", "objective.name", "objective.stages", "objective.batch_size",
     "objective.grad_noise_std", "method.name", "method.lr", "method.updates", "method.batch_order",
-    "method.optimizer", "method.lr_schedule", "method.warmup", "delay.name",
+    "method.optimizer", "method.lr_schedule", "method.warmup",
 };
 
 // the [costs] keys that shape a run's clock; `executes` = the method runs the schedule's ops
@@ -113,6 +113,7 @@ std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) 
   chosen += ", method.name = " + m.name;
   if (m.kind == MethodKind::ScheduleDriven) add_schedule_keys(cfg, m.schedule, true, read);
   if (m.kind == MethodKind::DelayDriven) {
+    read.insert("delay.name");  // the other methods read no delay model: delay.name is theirs to leave at zero
     const DelayEntry& d = delay_entry(cfg.get_string("delay.name"));
     read.insert(d.keys.begin(), d.keys.end());
     chosen += ", delay.name = " + d.name;

@@ -147,14 +147,14 @@ def test_switching_the_method_in_one_call(stale_bin, tmp_path):
     # over; None unsets it, drop_unread drops every such key, and both equal the CLI's ways
     with pytest.raises(stale.ConfigError, match=r"delay\.max.*reads no delay model.*~KEY.*--drop-unread"):
         stale.run(QUICK, method__name="pipedream", method__updates=64)
-    a = stale.run(QUICK, method__name="pipedream", method__updates=64, delay__max=None)
+    a = stale.run(QUICK, method__name="pipedream", method__updates=64, delay__name=None, delay__max=None)
     b = stale.run(QUICK, method__name="pipedream", method__updates=64, drop_unread=True)
     assert_same_run(a, b)
-    cli(stale_bin, "run", QUICK, "method.name=pipedream", "method.updates=64", "~delay.max", "--quiet", "--out",
-        tmp_path / "unset.h5")
+    cli(stale_bin, "run", QUICK, "method.name=pipedream", "method.updates=64", "~delay.name", "~delay.max", "--quiet",
+        "--out", tmp_path / "unset.h5")
     r = subprocess.run([stale_bin, "run", QUICK, "method.name=pipedream", "method.updates=64", "--drop-unread",
                         "--out", tmp_path / "dropped.h5"], capture_output=True, text=True)
-    assert r.returncode == 0 and "--drop-unread: not read by this run, dropped: delay.max" in r.stderr
+    assert r.returncode == 0 and "--drop-unread: not read by this run, dropped: delay.name, delay.max" in r.stderr
     for f in ("unset.h5", "dropped.h5"):
         assert_same_run(a, stale.load(tmp_path / f))
 
