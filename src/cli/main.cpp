@@ -20,6 +20,7 @@
 #include "src/core/build_info.hpp"
 #include "src/core/cpu_target.hpp"
 #include "src/core/error.hpp"
+#include "src/io/h5.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/run/interrupt.hpp"
@@ -67,9 +68,10 @@ int cmd_run(const std::string& config_path, const std::vector<std::string>& over
   o.overwrite = force;
   Config cfg;
   if (!resume.empty()) {
-    if (!config_path.empty() || !overrides.empty() || !out.empty() || force)
+    if (!config_path.empty() || !overrides.empty() || !out.empty())
       throw UserError("--resume " + resume + " continues that run with its own config and path; give no config, "
-                      "key=value, --out or --force with it");
+                      "key=value or --out with it (--force continues although its data, config or stale version "
+                      "changed)");
     const bool suffix = resume.size() > 8 && resume.compare(resume.size() - 8, 8, ".partial") == 0;
     o.resume_from = suffix ? resume : resume + ".partial";
     if (!std::filesystem::exists(o.resume_from))
@@ -126,6 +128,7 @@ std::string parse_error_line(const CLI::App& app, const CLI::ParseError& e, int 
 }  // namespace
 
 int main(int argc, char** argv) {
+  h5::no_cleanup_at_exit();
   if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) {
     std::fprintf(stderr, "error: %s\n", cpu.c_str());
     return 2;
@@ -148,7 +151,9 @@ int main(int argc, char** argv) {
                 "method.name=pipedream, instead of refusing them");
   run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>.h5)");
   run->add_flag("--quiet,-q", quiet, "no progress on stderr");
-  run->add_flag("--force", force, "replace a finished run file at the output path");
+  run->add_flag("--force", force,
+                "replace a finished run file or discard a resumable RUN.h5.partial at the output path; with --resume: "
+                "continue although the data, the stored config or the stale version changed (recorded in the file)");
   run->add_flag("--continue", cont,
                 "continue from OUT.partial when it holds a checkpoint of this very config, else run afresh (what "
                 "stale sweep does with each run)");

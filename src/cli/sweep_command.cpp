@@ -48,7 +48,7 @@ int run_sweep_command() {
   const SweepSummary s = run_sweep(sw, o);
   if (!g.dry_run)
     std::printf("sweep %s: %lld runs in the grid, %lld in this shard: %lld ran, %lld skipped (done), %lld failed; index %s\n",
-                g.file.c_str(), static_cast<long long>(s.total), static_cast<long long>(s.in_shard),
+                g.file.c_str(), static_cast<long long>(s.total - s.duplicates), static_cast<long long>(s.in_shard),
                 static_cast<long long>(s.ran), static_cast<long long>(s.skipped), static_cast<long long>(s.failed),
                 s.index_csv.c_str());
   return s.failed > 0 ? 1 : 0;

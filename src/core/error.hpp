@@ -14,6 +14,13 @@ class UserError : public std::runtime_error {
   explicit UserError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// a write failed because the disk is full (ENOSPC; src/io/h5.cpp finds it in HDF5's error
+// stack): the runner turns it into one line naming the run file and the space it needs
+class DiskFull : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 class InternalError : public std::logic_error {
  public:
   explicit InternalError(const std::string& msg) : std::logic_error(msg) {}

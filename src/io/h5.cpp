@@ -45,13 +45,31 @@ struct Lock {
   std::lock_guard<std::recursive_mutex> guard{library_mutex()};
   QuietErrors quiet;
 };
+// A full disk shows only deep in HDF5's error stack: its file driver reports the failed
+// write with the system's errno (28, "No space left on device").
+bool stack_says_disk_full() {
+  bool full = false;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_DOWNWARD,
+      [](unsigned, const H5E_error2_t* e, void* out) -> herr_t {
+        if (e->desc && (std::strstr(e->desc, "errno = 28,") || std::strstr(e->desc, "No space left on device")))
+          *static_cast<bool*>(out) = true;
+        return 0;
+      },
+      &full);
+  return full;
+}
+[[noreturn]] void fail(const std::string& what) {
+  if (stack_says_disk_full()) throw stale::DiskFull("HDF5: " + what + " failed: no space left on device");
+  throw UserError("HDF5: " + what + " failed");
+}
 void ok(herr_t rc, const std::string& what) {
   const Lock lock;
-  if (rc < 0) throw UserError("HDF5: " + what + " failed");
+  if (rc < 0) fail(what);
 }
 hid_t checked(hid_t id, const std::string& what) {
   const Lock lock;
-  if (id < 0) throw UserError("HDF5: " + what + " failed");
+  if (id < 0) fail(what);
   return id;
 }
 Handle scalar_space() { return Handle(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate"); }
@@ -305,6 +323,12 @@ Handle compact_file_creation() {
   return fcpl;
 }
 }  // namespace
+void no_cleanup_at_exit() {
+  // before any other call: the library registers its clean-up when it first starts (no Lock,
+  // whose error-handler swap would start it)
+  H5dont_atexit();
+}
+
 Handle create_file(const std::string& path) {
   const Lock lock;
   Handle fcpl = compact_file_creation();
@@ -332,10 +356,45 @@ Handle open_file_rdwr(const std::string& path, bool swmr) {
 Handle open_file_readonly(const std::string& path) {
   const Lock lock;
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  // a live or killed run file (.partial) is held in SWMR mode: open it as an SWMR reader
-  if (id < 0) id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+  if (id < 0) {
+    // a live or killed run file (.partial) is held in SWMR mode: open it as an SWMR reader.
+    // An SWMR reader retries a metadata read whose checksum fails (100 times by default, with
+    // a growing back-off: a truncated file hung the open for minutes); a few retries are
+    // enough for a writer's flush in flight
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+    ok(H5Pset_metadata_read_attempts(fapl.id(), kSwmrReadAttempts), "H5Pset_metadata_read_attempts");
+    id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl.id());
+  }
   if (id < 0) throw UserError(path + ": cannot open as HDF5 (missing file or not an HDF5 file)");
   return Handle(id, H5Fclose, "open " + path);
+}
+uint64_t stored_bytes(const std::string& path, const std::vector<std::string>& skip) {
+  const Lock lock;
+  Handle f = open_file_readonly(path);
+  struct Walk {
+    const std::vector<std::string>* skip;
+    uint64_t bytes = 0;
+  } walk{&skip, 0};
+  ok(H5Ovisit2(
+         f.id(), H5_INDEX_NAME, H5_ITER_NATIVE,
+         [](hid_t root, const char* name, const H5O_info_t* info, void* out) -> herr_t {
+           auto& w = *static_cast<Walk*>(out);
+           const std::string n(name);
+           for (const auto& s : *w.skip)
+             if (n == s || n.rfind(s + "/", 0) == 0) return 0;
+           w.bytes += info->hdr.space.total + info->meta_size.attr.heap_size + info->meta_size.attr.index_size;
+           if (info->type == H5O_TYPE_DATASET) {
+             const hid_t d = H5Dopen2(root, name, H5P_DEFAULT);
+             if (d >= 0) {
+               w.bytes += H5Dget_storage_size(d);
+               H5Dclose(d);
+             }
+           }
+           return 0;
+         },
+         &walk, H5O_INFO_HDR | H5O_INFO_META_SIZE),
+     "list the objects of " + path);
+  return walk.bytes;
 }
 void copy_compact(const std::string& from, const std::string& to, const std::vector<std::string>& skip) {
   const Lock lock;

@@ -32,8 +32,17 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
+// metadata reads an SWMR reader of this process tries before it gives up on a damaged file
+inline constexpr unsigned kSwmrReadAttempts = 4;
+
 // serialises every call into the (not thread-safe) HDF5 library; h5.cpp takes it itself
 std::recursive_mutex& library_mutex();
+
+// For a command-line process, called first: HDF5 closes what is still open at exit no more.
+// A file whose last write met a full disk cannot be closed, and the library's own clean-up at
+// exit then printed "infinite loop closing library" and a dump of its open objects after the
+// one-line error; everything of ours is closed by its Handle before exit anyway.
+void no_cleanup_at_exit();
 
 Handle create_file(const std::string& path);  // truncates
 // a file in the HDF5 1.10 format, which single-writer/multiple-reader (SWMR) mode needs
@@ -51,6 +60,9 @@ void flush_file(hid_t file);
 void copy_compact(const std::string& from, const std::string& to, const std::vector<std::string>& skip = {});
 // read-only; a file a writer holds (or held when it was killed) in SWMR mode opens with SWMR read
 Handle open_file_readonly(const std::string& path);
+// about what copy_compact(path, …, skip) writes: the stored bytes of every object's data and
+// headers, without the space a SWMR writer left dead
+uint64_t stored_bytes(const std::string& path, const std::vector<std::string>& skip = {});
 Handle open_dataset(hid_t parent, const std::string& name);
 bool unlink(hid_t parent, const std::string& name);
 Handle create_group(hid_t parent, const std::string& name);

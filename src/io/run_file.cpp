@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <unistd.h>
@@ -28,7 +29,35 @@ constexpr hsize_t kChunk = 1024;
 // what the series buffers may hold before a run must stream (RunFile::chunk_full)
 constexpr size_t kHeaderBufferBytes = size_t{64} << 20;
 hid_t h5_type(ColumnType t) { return t == ColumnType::Int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE; }
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull, kFnvPrime = 0x100000001b3ull;
+// The logged rows' checksum (issue 34): FNV-1a over the 8-byte words of each series as it is
+// appended (every value in memory is a double or an int64), carried in the checkpoint — which
+// is itself checksummed — so that a resume refuses rows damaged on disk.
+void hash_words(uint64_t& h, const void* data, size_t words) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < words; ++i, p += 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kFnvPrime;
+  }
+}
+// free space for `bytes` more beside `path`, else DiskFull naming the folder and both sizes
+void need_space(const std::string& path, uint64_t bytes, const std::string& why) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(fs::path(path)).parent_path();
+  std::error_code ec;
+  const auto space = fs::space(dir, ec);
+  if (ec || space.available >= bytes) return;
+  throw DiskFull(why + " needs about " + std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB but " +
+                     dir.string() + " has " + std::to_string(space.available >> 20) + " MiB free");
+}
 }  // namespace
+
+uint64_t text_fingerprint(const std::string& text) {
+  uint64_t h = kFnvOffset;
+  for (unsigned char c : text) h = (h ^ c) * kFnvPrime;
+  return h;
+}
 
 struct RunFile::Impl {
   h5::Handle file, metrics, theory;
@@ -58,6 +87,14 @@ struct RunFile::Impl {
            delay_buf.size() * sizeof(int64_t);
   }
   bool done = false;
+  // the .partial at `partial`: put there by this run (else it is an earlier run's, e.g. the one
+  // a resume continues), and holding a checkpoint — abort() never removes one that does
+  bool partial_ours = false, partial_checkpointed = false;
+  // checksums of the rows in the file, one per series: the metric columns, iterates,
+  // iterates_k, the delay table (hash_words)
+  std::vector<uint64_t> rows_hash;
+  std::string config_toml, data_sha;  // recorded by the checkpoint (run/config, run/data)
+  size_t hashes() const { return metric_columns().size() + 3; }
   // The series (metrics, iterates, delays) and the checkpoint slots are created when the run
   // first streams (growable, chunked) or, for a run that ends before it streams, at its end
   // with exactly the rows it has (write_once): a short run's file then holds no chunk index,
@@ -182,6 +219,7 @@ RunFile::RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep
   I.fresh = path + ".partial.new";
   I.closing = path + ".partial.closing";
   I.flush_seconds = flush_seconds;
+  I.rows_hash.assign(I.hashes(), kFnvOffset);
   I.file = h5::create_file_swmr_capable(I.fresh);
   I.dim = dim;
   I.stages = stages;
@@ -207,6 +245,7 @@ void RunFile::start_streaming() {
   std::error_code ec;
   std::filesystem::rename(I.fresh, I.partial, ec);
   if (ec) throw UserError(I.partial + ": cannot rename the new run file into place (" + ec.message() + ")");
+  I.partial_ours = true;
   I.reopen(I.partial, true);
   I.phase = Impl::Phase::Streaming;
   I.last_flush = std::chrono::steady_clock::now();
@@ -252,12 +291,13 @@ RunFile::~RunFile() {
 void RunFile::write_root(const std::string& config_toml, int64_t seed, const std::string& backend,
                         const std::string& device, const std::string& precision) {
   const hid_t f = impl_->file.id();
-  h5::write_attr(f, "schema_version", int64_t{1});
+  h5::write_attr(f, "schema_version", kRunFileSchemaVersion);
   h5::write_attr(f, "version", std::string(build::version));
   h5::write_attr(f, "git_sha", std::string(build::git_sha));
   // which code computed it: run files of one target carry the same bits on every machine
   h5::write_attr(f, "cpu_target", std::string(build::cpu_target));
   h5::write_attr(f, "config", config_toml);
+  impl_->config_toml = config_toml;
   h5::write_attr(f, "seed", seed);
   h5::write_attr(f, "backend", backend);
   h5::write_attr(f, "device", device);
@@ -287,6 +327,11 @@ void RunFile::write_data_record(const std::string& path, int64_t bytes, const st
   h5::write_attr(g.id(), "data_path", path);
   h5::write_attr(g.id(), "data_bytes", bytes);
   h5::write_attr(g.id(), "data_sha256", sha256);
+  impl_->data_sha = sha256;
+}
+
+void RunFile::write_note(const std::string& name, const std::string& value) {
+  h5::write_attr(impl_->file.id(), name, value);
 }
 
 void RunFile::append_metrics(const MetricsRow& row) {
@@ -343,8 +388,18 @@ void RunFile::end_streaming(bool keep_checkpoint) {
   flush();
   I.close();
   // a compact copy: the .partial keeps the space of every chunk its flushes rewrote (and a
-  // finished file no checkpoint)
-  h5::copy_compact(I.partial, I.closing, keep_checkpoint ? std::vector<std::string>{} : std::vector<std::string>{"checkpoint"});
+  // finished file no checkpoint). It needs room beside the .partial: checked first (HDF5 1.10
+  // crashed with SIGSEGV when H5Ocopy met a full disk), and a copy that fails is removed
+  const std::vector<std::string> skip = keep_checkpoint ? std::vector<std::string>{} : std::vector<std::string>{"checkpoint"};
+  need_space(I.closing, h5::stored_bytes(I.partial, skip) + (uint64_t{1} << 20),
+             "finishing the run writes a compact copy of " + I.partial + ", which");
+  try {
+    h5::copy_compact(I.partial, I.closing, skip);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(I.closing, ec);
+    throw;
+  }
   I.reopen(I.closing, false);
   I.phase = Impl::Phase::Closing;
 }
@@ -395,18 +450,25 @@ void RunFile::write_delay_moments(const DelayMoments& m) { write_delay_moments_g
 
 void RunFile::flush() {
   auto& I = *impl_;
+  const size_t C = metric_columns().size();
   if (!I.rows.empty()) {
-    I.for_each_column([&](size_t c, hid_t, const void* values) { I.series[c].append(values, I.rows.size()); });
+    I.for_each_column([&](size_t c, hid_t, const void* values) {
+      I.series[c].append(values, I.rows.size());
+      hash_words(I.rows_hash[c], values, I.rows.size());
+    });
     I.rows.clear();
   }
   if (!I.itk_buf.empty()) {
     I.iterates.append(I.it_buf.data(), I.itk_buf.size());
     I.iterates_k.append(I.itk_buf.data(), I.itk_buf.size());
+    hash_words(I.rows_hash[C], I.it_buf.data(), I.it_buf.size());
+    hash_words(I.rows_hash[C + 1], I.itk_buf.data(), I.itk_buf.size());
     I.it_buf.clear();
     I.itk_buf.clear();
   }
   if (!I.delay_buf.empty()) {
     I.delay_table.append(I.delay_buf.data(), I.delay_buf.size() / static_cast<size_t>(I.stages));
+    hash_words(I.rows_hash[C + 2], I.delay_buf.data(), I.delay_buf.size());
     I.delay_buf.clear();
   }
   if (I.phase == Impl::Phase::Streaming) h5::flush_file(I.file.id());  // else closing the file writes it
@@ -423,6 +485,9 @@ void RunFile::write_checkpoint(StateBag&& all, int64_t k) {
   all.put("log/delay_rows", I.delay_summary.updates);
   all.put_ints("log/delay_max", I.delay_summary.max);
   all.put_doubles("log/delay_sum", I.delay_summary.sum);
+  all.put_u64("log/rows_hash", I.rows_hash.data(), I.rows_hash.size());
+  const uint64_t identity[2] = {text_fingerprint(I.config_toml), text_fingerprint(I.data_sha)};
+  all.put_u64("run/identity", identity, 2);
   // streamed into the slot: no serialized copy of the state is held in memory
   const int s = 1 - I.last_slot;
   const size_t n = all.serialized_size();
@@ -436,6 +501,7 @@ void RunFile::write_checkpoint(StateBag&& all, int64_t k) {
   h5::overwrite_ints(I.index.id(), {1, s, static_cast<int64_t>(n), k});
   h5::flush_file(I.file.id());
   I.last_slot = s;
+  I.partial_checkpointed = true;
   I.last_flush = std::chrono::steady_clock::now();
   I.checkpoint_seconds = std::chrono::duration<double>(I.last_flush - t0).count();
 }
@@ -448,8 +514,10 @@ void RunFile::adopt(const PartialRun& from) {
   I.create_growable();
   const StateBag& st = from.state;
   auto old = h5::open_file_readonly(from.path);
-  // copy rows [0, n) of a series in blocks
-  auto copy = [&](const std::string& name, h5::Appendable& to, hid_t type, size_t width, hsize_t cols, int64_t n) {
+  // copy rows [0, n) of a series in blocks, and checksum them as flush() did
+  std::vector<uint64_t> found(I.hashes(), kFnvOffset);
+  auto copy = [&](const std::string& name, h5::Appendable& to, hid_t type, size_t width, hsize_t cols, int64_t n,
+                  size_t series) {
     auto d = h5::open_dataset(old.id(), name);
     if (static_cast<int64_t>(h5::dataset_rows(d.id())) < n)
       throw UserError(from.path + ": " + name + " holds fewer rows than its checkpoint counts");
@@ -459,25 +527,60 @@ void RunFile::adopt(const PartialRun& from) {
     for (hsize_t r = 0; r < static_cast<hsize_t>(n); r += block) {
       const hsize_t c = std::min<hsize_t>(block, static_cast<hsize_t>(n) - r);
       buf.resize(c * per * width);
-      h5::read_rows(d.id(), type, r, c, cols, buf.data());
+      try {
+        h5::read_rows(d.id(), type, r, c, cols, buf.data());
+      } catch (const UserError&) {
+        throw UserError(from.path + ": damaged: rows " + std::to_string(r) + " to " + std::to_string(r + c) + " of /" +
+                        name + " cannot be read; the file is kept: rerun with --force to start afresh");
+      }
       to.append(buf.data(), c);
+      hash_words(found[series], buf.data(), buf.size() / 8);
     }
   };
   const int64_t rows = st.get_int("log/metrics_rows");
   const auto& columns = metric_columns();
   for (size_t c = 0; c < columns.size(); ++c)
-    copy(std::string("metrics/") + columns[c].name, I.series[c], h5_type(columns[c].type()), 8, 0, rows);
+    copy(std::string("metrics/") + columns[c].name, I.series[c], h5_type(columns[c].type()), 8, 0, rows, c);
   const int64_t it = st.get_int("log/iterate_rows");
-  copy("iterates", I.iterates, H5T_NATIVE_DOUBLE, 8, static_cast<hsize_t>(I.dim), it);
-  copy("iterates_k", I.iterates_k, H5T_NATIVE_INT64, 8, 0, it);
+  const size_t C = columns.size();
+  copy("iterates", I.iterates, H5T_NATIVE_DOUBLE, 8, static_cast<hsize_t>(I.dim), it, C);
+  copy("iterates_k", I.iterates_k, H5T_NATIVE_INT64, 8, 0, it, C + 1);
   if (I.keep_table)
-    copy("delays", I.delay_table, H5T_NATIVE_INT64, 8, static_cast<hsize_t>(I.stages), st.get_int("log/delay_table_rows"));
+    copy("delays", I.delay_table, H5T_NATIVE_INT64, 8, static_cast<hsize_t>(I.stages), st.get_int("log/delay_table_rows"),
+         C + 2);
+  // rows that do not match the checkpoint's checksum of them were damaged after they were
+  // written: a run file must not carry them on as results
+  if (st.has("log/rows_hash")) {
+    std::vector<uint64_t> expected(I.hashes());
+    st.get_u64("log/rows_hash", expected.data(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+      if (expected[i] != found[i]) {
+        const std::string name = i < C ? std::string("metrics/") + columns[i].name
+                                       : (i == C ? "iterates" : i == C + 1 ? "iterates_k" : "delays");
+        throw UserError(from.path + ": damaged: the logged rows of /" + name +
+                        " differ from the checkpoint's checksum of them; the file is kept: rerun with --force to start "
+                        "afresh");
+      }
+  }
+  I.rows_hash = found;
   I.delay_summary.updates = st.get_int("log/delay_rows");
   I.delay_summary.max = st.get_ints("log/delay_max");
   I.delay_summary.sum = st.get_doubles("log/delay_sum");
   if (static_cast<int64_t>(I.delay_summary.max.size()) != I.stages ||
       static_cast<int64_t>(I.delay_summary.sum.size()) != I.stages)
     throw UserError(from.path + ": the checkpoint's delay summary does not match objective.stages");
+  // the new file carries the checkpoint it continues from: it replaces the old .partial at its
+  // first flush, and a kill before its own first checkpoint must not lose that one
+  const size_t n = st.serialized_size();
+  h5::reserve_bytes(I.slot[0].id(), n);
+  hsize_t at = 0;
+  st.serialize_to([&](const uint8_t* p, size_t k) {
+    h5::write_bytes_at(I.slot[0].id(), at, p, k);
+    at += k;
+  });
+  h5::overwrite_ints(I.index.id(), {1, 0, static_cast<int64_t>(n), from.k});
+  I.last_slot = 0;
+  I.partial_checkpointed = true;
 }
 
 void RunFile::interrupt(double wall_seconds, const std::string& message) {
@@ -534,9 +637,13 @@ void RunFile::finish(const std::string& status, double wall_seconds, const std::
 
 void RunFile::abort() {
   auto& I = *impl_;
-  I.close();
+  try {
+    I.close();
+  } catch (...) {
+    // closing a file on a full disk can fail; what abort removes or keeps does not depend on it
+  }
   std::error_code ec;
-  std::filesystem::remove(I.partial, ec);
+  if (I.partial_ours && !I.partial_checkpointed) std::filesystem::remove(I.partial, ec);
   std::filesystem::remove(I.fresh, ec);
   std::filesystem::remove(I.closing, ec);
   I.done = true;
@@ -545,7 +652,17 @@ void RunFile::abort() {
 PartialRun read_partial_run(const std::string& partial_path) {
   PartialRun p;
   p.path = partial_path;
-  auto f = h5::open_file_readonly(partial_path);
+  const std::string kept = "; the file is kept: rerun with --force to start afresh";
+  auto damaged = [&](const std::string& what) { return UserError(partial_path + ": damaged: " + what + kept); };
+  h5::Handle f;
+  try {
+    f = h5::open_file_readonly(partial_path);
+  } catch (const UserError&) {
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(partial_path, ec);
+    throw damaged("HDF5 cannot open it (" + (ec ? std::string("unreadable") : std::to_string(bytes) + " bytes") +
+                  ": truncated, or not a run file)");
+  }
   if (!h5::exists(f.id(), "metrics/k") || !h5::exists(f.id(), "checkpoint/index"))
     throw UserError(partial_path + ": not a resumable run file (no /metrics or /checkpoint); a finished run needs no resume");
   try {
@@ -554,20 +671,47 @@ PartialRun read_partial_run(const std::string& partial_path) {
     p.started = h5::read_attr_string(f.id(), "started");
     p.writer_pid = h5::read_attr_int(f.id(), "writer_pid");
     p.writer_host = h5::read_attr_string(f.id(), "writer_host");
+    p.version = h5::read_attr_string(f.id(), "version");
+    p.schema_version = h5::read_attr_int(f.id(), "schema_version");
+    if (h5::exists(f.id(), "objective")) {
+      auto g = h5::open_group(f.id(), "objective");
+      try {
+        p.data_sha256 = h5::read_attr_string(g.id(), "data_sha256");
+      } catch (const UserError&) {
+        // a run without a data file
+      }
+    }
   } catch (const UserError&) {
     throw UserError(partial_path + ": the run file's header is incomplete; rerun the run instead");
   }
-  auto index = h5::open_dataset(f.id(), "checkpoint/index");
   std::vector<int64_t> ix(4);
-  h5::read_rows(index.id(), H5T_NATIVE_INT64, 0, 4, 0, ix.data());
+  try {
+    auto index = h5::open_dataset(f.id(), "checkpoint/index");
+    h5::read_rows(index.id(), H5T_NATIVE_INT64, 0, 4, 0, ix.data());
+  } catch (const UserError&) {
+    throw damaged("/checkpoint/index cannot be read");
+  }
   if (ix[0] != 1) return p;  // killed before its first checkpoint: resume starts afresh
-  if (ix[1] < 0 || ix[1] > 1 || ix[2] <= 0) throw UserError(partial_path + ": a corrupt /checkpoint/index");
-  auto slot = h5::open_dataset(f.id(), "checkpoint/state_" + std::to_string(ix[1]));
-  if (static_cast<int64_t>(h5::dataset_rows(slot.id())) < ix[2]) throw UserError(partial_path + ": a truncated checkpoint");
-  const auto bytes = h5::read_bytes(slot.id(), static_cast<hsize_t>(ix[2]));
+  if (ix[1] < 0 || ix[1] > 1 || ix[2] <= 0) throw damaged("a corrupt /checkpoint/index");
+  std::vector<uint8_t> bytes;
+  try {
+    auto slot = h5::open_dataset(f.id(), "checkpoint/state_" + std::to_string(ix[1]));
+    if (static_cast<int64_t>(h5::dataset_rows(slot.id())) < ix[2]) throw damaged("a truncated checkpoint");
+    bytes = h5::read_bytes(slot.id(), static_cast<hsize_t>(ix[2]));
+  } catch (const UserError& e) {
+    if (std::string(e.what()).find(": damaged: ") != std::string::npos) throw;
+    throw damaged("the checkpoint cannot be read");
+  }
   p.state = StateBag::deserialize(bytes.data(), bytes.size(), partial_path);
   p.has_checkpoint = true;
   p.k = ix[3];
+  if (p.state.has("run/identity")) {
+    uint64_t identity[2];
+    p.state.get_u64("run/identity", identity, 2);
+    p.config_edited = identity[0] != text_fingerprint(p.config);
+    p.has_data_fingerprint = true;
+    p.data_fingerprint = identity[1];
+  }
   return p;
 }
 

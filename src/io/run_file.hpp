@@ -2,8 +2,10 @@
 // The run file (docs/design.md "The run file"): one HDF5 file per run, readable with plain h5py;
 // the RunLog (src/io/run_log.hpp) of every run that has a path. Its /metrics datasets follow
 // the metrics table (src/io/metrics_schema.hpp), each with a `unit` and a `description`
-// attribute. Written as NAME.h5.partial and renamed to NAME.h5 by finish(); abort() removes it,
-// so a failed run leaves nothing half-written under the final name.
+// attribute. Written as NAME.h5.partial and renamed to NAME.h5 by finish(); abort() removes
+// what it wrote — but never a .partial that holds a checkpoint (its own, or the one a resume
+// started from): a failure (a full disk, a read error) leaves the last good checkpoint, and
+// only a finished run or --force replaces it (issue 34).
 //
 // Crash consistency (issue 12): the header (root attributes, /objective) is written to
 // NAME.h5.partial.new, which becomes NAME.h5.partial only once complete; from then on the
@@ -29,6 +31,9 @@
 
 namespace stale {
 
+// the run file's layout version (root attribute schema_version)
+inline constexpr int64_t kRunFileSchemaVersion = 1;
+
 // What a .partial holds for `stale run --resume` (read_partial_run)
 struct PartialRun {
   std::string path;         // the .partial read
@@ -39,11 +44,21 @@ struct PartialRun {
   int64_t k = 0;            // updates done at the checkpoint
   int64_t writer_pid = 0;   // the process that wrote it, on writer_host (a live run is not resumed)
   std::string writer_host;
-  StateBag state;           // method/, metrics/, log/
+  std::string version;      // of the stale that wrote it, and its run file schema
+  int64_t schema_version = 0;
+  std::string data_sha256;  // the data file's checksum the run started from ("" without one)
+  // the checkpoint's own record of the config and the data (checksummed with it): an edit of
+  // the file's config attribute, or data of other bytes, shows against it
+  bool config_edited = false;
+  bool has_data_fingerprint = false;
+  uint64_t data_fingerprint = 0;
+  StateBag state;           // method/, metrics/, log/, run/
 };
-// reads a run's .partial (a live, killed or interrupted one); UserError naming the file when
-// it is not a run file
+// reads a run's .partial (a live, killed or interrupted one); UserError naming the file and
+// what is damaged when it is not a readable run file (the file is never touched)
 PartialRun read_partial_run(const std::string& partial_path);
+// what a checkpoint records of a text (the config, the data's SHA-256): FNV-1a, 64 bits
+uint64_t text_fingerprint(const std::string& text);
 
 class RunFile final : public RunLog {
  public:
@@ -82,6 +97,8 @@ class RunFile final : public RunLog {
   // resume: take the rows of `from` up to its checkpoint (and its delay summary and start
   // time); call before the first append
   void adopt(const PartialRun& from);
+  // a root attribute of the run's own (e.g. what a forced resume continued despite)
+  void write_note(const std::string& name, const std::string& value);
   const std::string& path() const { return path_; }
 
  private:

@@ -19,9 +19,9 @@ bool has_checkpoint_of(const std::string& run_path, const Config& cfg) {
 }
 
 RunResult run_or_resume(const Config& cfg, const std::string& run_path, RunOptions options) {
-  if (has_checkpoint_of(run_path, cfg)) {
-    options.resume_from = run_path + ".partial";  // the shared objective fits it: same config
-  }
+  // decided by run_experiment once it holds the run's lock (the shared objective fits a
+  // checkpoint of the same config)
+  options.continue_checkpoint = true;
   return run_experiment(cfg, run_path, options);
 }
 

@@ -23,7 +23,8 @@ bool has_checkpoint_of(const std::string& run_path, const Config& cfg);
 
 // the sweep's rule for one grid point (and `stale run --continue`): continue from
 // RUN.h5.partial when it holds a checkpoint of this config, else run afresh (replacing a
-// stale .partial); a finished RUN.h5 is never touched (the sweep skips it before)
+// .partial without a checkpoint; one with a checkpoint of another config is refused unless
+// options.overwrite); a finished RUN.h5 is never touched (the sweep skips it before)
 RunResult run_or_resume(const Config& cfg, const std::string& run_path, RunOptions options);
 
 }  // namespace stale

@@ -26,8 +26,9 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
 
 RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
                        const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0,
-                       bool overwrite, const PartialRun* resume, int64_t stop_after)
+                       bool overwrite, const ResumeFrom* from, int64_t stop_after)
     : RunSession(cfg, std::move(path), progress, std::move(objective), plan, t0) {
+  const PartialRun* resume = from ? from->partial : nullptr;
   if (!overwrite && std::filesystem::exists(res_.path))
     throw UserError(res_.path + (resume ? ": the run already finished; nothing to resume"
                                         : ": a finished run file is already there; use --force to replace it, or another --out"));
@@ -40,12 +41,30 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
   std::string data_sha;
   uint64_t data_bytes = 0;
   if (!f_->data_file().empty()) data_sha = sha256_file(f_->data_file(), &data_bytes);
+  // a resume continues on the bytes its checkpoint was computed from, or says so
+  std::string forced = from ? from->forced : std::string();
+  if (resume && resume->has_checkpoint &&
+      (resume->has_data_fingerprint ? text_fingerprint(data_sha) != resume->data_fingerprint
+                                    : data_sha != resume->data_sha256)) {
+    const std::string what = "the data file " + (f_->data_file().empty() ? cfg.get_string("objective.data") : f_->data_file()) +
+                             " changed since the checkpoint (SHA-256 " +
+                             (resume->data_sha256.empty() ? "none" : resume->data_sha256.substr(0, 16)) + "… then, " +
+                             (data_sha.empty() ? "none" : data_sha.substr(0, 16)) + "… now)";
+    if (!from->force)
+      throw UserError(resume->path + ": " + what + "; restore the data the run started from, or resume with --force to "
+                      "continue on the new data (recorded in the file as resume_forced)");
+    forced += (forced.empty() ? "" : "; ") + what;
+  }
   auto file = std::make_unique<RunFile>(res_.path, f_->dim(), f_->stages(), keeps_delay_table(cfg, *f_, plan),
                                         cfg.get_float("log.flush_seconds"));
   RunFile& run_file = *file;
   log_ = std::move(file);
   try {
     write_header(data_sha, data_bytes);
+    if (!forced.empty()) {
+      std::fprintf(stderr, "warning: %s: continued with --force although %s\n", resume->path.c_str(), forced.c_str());
+      run_file.write_note("resume_forced", forced);
+    }
     if (resume) run_file.adopt(*resume);
     start_observer(method, stop_after);
     if (resume && resume->has_checkpoint) obs_->restore(resume->state);

@@ -18,12 +18,21 @@
 
 namespace stale {
 
+// the .partial a run continues, and whether it continues although something changed since
+// its checkpoint (`forced`: what, already found by the runner; the data's checksum is
+// compared here, where it is computed)
+struct ResumeFrom {
+  const PartialRun* partial = nullptr;
+  bool force = false;
+  std::string forced;
+};
+
 class RunSession {
  public:
   // to the run file `path`; `resume`: the .partial this run continues (null: a fresh run)
   RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
              const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0, bool overwrite,
-             const PartialRun* resume = nullptr, int64_t stop_after = 0);
+             const ResumeFrom* resume = nullptr, int64_t stop_after = 0);
   // to `log` (a run without a file: no path, no progress lines, no data checksum)
   RunSession(const Config& cfg, std::unique_ptr<RunLog> log, std::shared_ptr<const Objective> objective,
              const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0);

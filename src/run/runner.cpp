@@ -12,7 +12,9 @@
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
+#include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/io/write_lock.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/run/interrupt.hpp"
 #include "src/run/metrics_observer.hpp"
@@ -70,38 +72,121 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
   return run_experiment(cfg, out_path, o);
 }
 
+namespace {
+// what changed since a checkpoint that a resume would silently carry on (data: RunSession)
+std::string changes_since_checkpoint(const PartialRun& p) {
+  std::string c;
+  auto add = [&](const std::string& what) { c += (c.empty() ? "" : "; ") + what; };
+  if (p.version != build::version) add("it was written by stale " + p.version + ", this is " + build::version);
+  if (p.schema_version != kRunFileSchemaVersion)
+    add("its run file schema is " + std::to_string(p.schema_version) + ", this stale writes " +
+        std::to_string(kRunFileSchemaVersion));
+  if (p.config_edited) add("its stored config was edited after the checkpoint");
+  return c;
+}
+
+// A fresh run at `path` would replace `path`.partial: refused when that holds a checkpoint
+// (or cannot be read), which only --force discards.
+void refuse_to_discard(const std::string& path, const PartialRun* p, const std::string& damage) {
+  const std::string partial = path + ".partial";
+  if (!damage.empty())
+    throw UserError(damage.substr(0, damage.find("; the file is kept")) + "; a new run would replace it: rerun with --force to "
+                    "discard it");
+  if (p && p->has_checkpoint)
+    throw UserError(partial + ": holds a checkpoint at k = " + std::to_string(p->k) +
+                    " that a new run would discard; continue it with stale run --resume " + partial +
+                    ", or rerun with --force to discard it");
+}
+
+std::string disk_full_line(const std::string& path, const Config& cfg, const std::string& detail) {
+  namespace fs = std::filesystem;
+  std::string line = path + ".partial: disk full: " + detail;
+  double estimate = 0;
+  try {
+    estimate = estimate_resources(cfg).disk_bytes();
+  } catch (const UserError&) {
+  }
+  if (estimate > 0)
+    line += "; the run file takes about " + std::to_string(static_cast<long long>(std::ceil(estimate / (1 << 20)))) +
+            " MiB and finishing it a compact copy as large";
+  std::error_code ec;
+  if (fs::exists(path + ".partial", ec))
+    line += "; the last checkpoint is kept in " + path + ".partial: free space, then stale run --resume " + path + ".partial";
+  else
+    line += "; nothing was kept: free space and run again";
+  return line;
+}
+}  // namespace
+
 RunResult run_experiment(const Config& given_cfg, const std::string& out_path, const RunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
-  const bool resuming = !options.resume_from.empty();
-  // a resumed run is the .partial's: its config (checked when it started) and its path
+  // the run's path and its lock before anything else: one writer per run file
+  const std::string path = !options.resume_from.empty()
+                               ? partial_target(options.resume_from)
+                               : (out_path.empty() ? default_run_path(given_cfg) : out_path);
+  const WriteLock lock(path, "run");
+  // what is at path.partial: the run a resume continues, or what a fresh run would replace
   PartialRun partial;
-  Config resumed_cfg;
+  bool resuming = !options.resume_from.empty();
+  const std::string partial_path = path + ".partial";
   if (resuming) {
     partial = read_partial_run(options.resume_from);
+  } else if (std::filesystem::exists(partial_path)) {
+    std::string damage;
+    bool read = false;
+    try {
+      partial = read_partial_run(partial_path);
+      read = true;
+    } catch (const UserError& e) {
+      if (std::string(e.what()).find(": damaged: ") != std::string::npos) damage = e.what();
+    }
+    if (options.continue_checkpoint && read && partial.has_checkpoint && partial.config == given_cfg.to_toml())
+      resuming = true;  // the sweep's rule: a checkpoint of this very config continues
+    else if (!options.overwrite)
+      refuse_to_discard(path, read ? &partial : nullptr, damage);
+  }
+  // a resumed run is the .partial's: its config (checked when it started) and its path
+  Config resumed_cfg;
+  std::string forced;  // what a forced resume continued despite
+  if (resuming) {
     if (writer_is_alive(partial))
-      throw UserError(options.resume_from + ": still being written by process " + std::to_string(partial.writer_pid) +
+      throw UserError(partial.path + ": still being written by process " + std::to_string(partial.writer_pid) +
                       " (stop it with kill -INT " + std::to_string(partial.writer_pid) + ", then resume)");
-    resumed_cfg = Config::from_string(partial.config, options.resume_from);
+    if (partial.has_checkpoint) {
+      forced = changes_since_checkpoint(partial);
+      if (!forced.empty() && !options.overwrite)
+        throw UserError(partial.path + ": " + forced + "; a resume would mix two runs: rerun afresh, or resume with "
+                        "--force to continue anyway (recorded in the file as resume_forced)");
+    }
+    resumed_cfg = Config::from_string(partial.config, partial.path);
   }
   const Config& cfg = resuming ? resumed_cfg : given_cfg;
-  if (!resuming) check_unread_keys(cfg);  // nothing the user set is silently ignored
-  const std::string path =
-      resuming ? partial_target(options.resume_from) : (out_path.empty() ? default_run_path(cfg) : out_path);
-  check_resources(cfg, path);  // memory and disk, before anything is allocated or created
-  std::shared_ptr<const Objective> f =
-      options.objective ? options.objective : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
-  auto method = make_method(cfg, *f);
-  // the one plan every consumer reads; planning errors surface before the run file exists
-  const RunPlan plan = method->plan(*f);
-  RunSession session(cfg, path, options.progress, f, *method, plan, t0, options.overwrite, resuming ? &partial : nullptr,
-                     options.stop_after);
   try {
-    Vec w = session.initial_point();
-    const RunReport report = method->run(*f, plan, w, session.observer());
-    return session.finish(report, w);
-  } catch (...) {
-    session.abort();
-    throw;
+    if (!resuming) check_unread_keys(cfg);  // nothing the user set is silently ignored
+    check_resources(cfg, path);  // memory and disk, before anything is allocated or created
+    std::shared_ptr<const Objective> f =
+        options.objective ? options.objective : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+    auto method = make_method(cfg, *f);
+    // the one plan every consumer reads; planning errors surface before the run file exists
+    const RunPlan plan = method->plan(*f);
+    ResumeFrom from;
+    if (resuming) {
+      from.partial = &partial;
+      from.force = options.overwrite;
+      from.forced = forced;
+    }
+    RunSession session(cfg, path, options.progress, f, *method, plan, t0, !resuming && options.overwrite,
+                       resuming ? &from : nullptr, options.stop_after);
+    try {
+      Vec w = session.initial_point();
+      const RunReport report = method->run(*f, plan, w, session.observer());
+      return session.finish(report, w);
+    } catch (...) {
+      session.abort();
+      throw;
+    }
+  } catch (const DiskFull& e) {
+    throw UserError(disk_full_line(path, cfg, e.what()));
   }
 }
 
@@ -153,6 +238,18 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
     }
     return out;
   }
+  // one writer per run file: a column whose path another process writes is left out
+  std::vector<std::unique_ptr<WriteLock>> locks;
+  for (auto it = ready.begin(); it != ready.end();) {
+    try {
+      locks.push_back(std::make_unique<WriteLock>(columns[it->index].path, "run"));
+      ++it;
+    } catch (const UserError& e) {
+      out[it->index].error = e.what();
+      it = ready.erase(it);
+    }
+  }
+  if (ready.empty()) return out;
   const Method& lead = *ready.front().method;
   const RunPlan& plan = ready.front().plan;
   std::vector<std::unique_ptr<RunSession>> sessions;

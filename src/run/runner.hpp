@@ -45,14 +45,23 @@ RunResult run_experiment(const Config& cfg, const std::string& out_path, bool pr
 struct RunOptions {
   bool progress = false;
   std::shared_ptr<const Objective> objective;  // see run_experiment
+  // a fresh run: replace a finished run file, or discard a resumable .partial (else either is
+  // refused); a resume: continue although the stale version, the run file schema, the stored
+  // config or the data changed since the checkpoint (recorded in the file as resume_forced)
   bool overwrite = false;
   // continue from the checkpoint of this .partial (src/run/checkpoint.hpp); its config is the
   // run's (cfg is ignored), the run file is the .partial's
   std::string resume_from;
+  // the sweep's rule (run_or_resume): continue from OUT.partial when it holds a checkpoint of
+  // this very config, else run afresh
+  bool continue_checkpoint = false;
   int64_t stop_after = 0;  // tests: stop as if interrupted once k ≥ stop_after
 };
 // run_experiment with every option; a run stopped by SIGINT/SIGTERM (or stop_after) returns
-// status "interrupted" and leaves its .partial with a checkpoint
+// status "interrupted" and leaves its .partial with a checkpoint. The run holds OUT.lock
+// (src/io/write_lock.hpp) from before its first check to its end: a second writer of the same
+// path is refused. A failure never removes a .partial that holds a checkpoint; a full disk is
+// one line naming the file and the space it needs.
 RunResult run_experiment(const Config& cfg, const std::string& out_path, const RunOptions& options);
 // A lockstep ensemble (docs/design.md "Ensembles"): runs whose configs differ only in
 // method.lr advance together, each writing its own run file, equal to its separate run's to

@@ -70,6 +70,7 @@ struct SweepOptions {
 
 struct SweepSummary {
   int64_t total = 0, in_shard = 0, skipped = 0, ran = 0, failed = 0;
+  int64_t duplicates = 0;  // grid points that are the same run as an earlier point (run once)
   std::string index_csv;
 };
 

@@ -22,6 +22,7 @@
 #include "src/core/parallel.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/sweep_index_file.hpp"
+#include "src/io/write_lock.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/run/interrupt.hpp"
@@ -173,6 +174,18 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   const h5::ReuseFilteredChunks reuse;
   const fs::path dir = opt.out_dir.empty() ? fs::path("sweeps") / fs::path(sweep.path).stem() : fs::path(opt.out_dir);
   sum.total = static_cast<int64_t>(sweep.runs.size());
+  // grid points that resolve to the same run (a literal duplicate, keys a point does not read
+  // with unread = "drop", an axis over log.out or log.progress) are one run: it runs once, and
+  // every such point's index row names its file
+  std::map<std::string, int64_t> first_of;  // run hash → grid position of its first point
+  Sweep unique = sweep;
+  unique.runs.clear();
+  std::vector<const SweepRun*> duplicates;
+  for (const auto& r : sweep.runs) {
+    if (first_of.emplace(r.hash, r.position).second) unique.runs.push_back(r);
+    else duplicates.push_back(&r);
+  }
+  sum.duplicates = static_cast<int64_t>(duplicates.size());
   // work items: whole ensembles (formed over the whole grid, so that a run's arithmetic does
   // not depend on shards or on what a resume skips), each in the shard of its first run
   const int ensemble = opt.isolate ? 1 : opt.ensemble;
@@ -188,7 +201,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   };
   std::vector<std::vector<const SweepRun*>> items;
   std::vector<const SweepRun*> todo;
-  for (const auto& group : ensemble_groups(sweep, ensemble)) {
+  for (const auto& group : ensemble_groups(unique, ensemble)) {
     if (group.front()->position % opt.shard_count != opt.shard_index) continue;
     bool missing = false;
     for (const auto* r : group) {
@@ -203,16 +216,31 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     if (missing) items.push_back(group);
   }
   if (opt.dry_run) {
-    std::printf("%lld runs in the grid, %lld in shard %d/%d, %lld done, %zu to run\n", static_cast<long long>(sum.total),
+    std::printf("%lld runs in the grid (%lld of its points the same run as an earlier point), %lld in shard %d/%d, "
+                "%lld done, %zu to run\n",
+                static_cast<long long>(sum.total - sum.duplicates), static_cast<long long>(sum.duplicates),
                 static_cast<long long>(sum.in_shard), opt.shard_index, opt.shard_count,
                 static_cast<long long>(sum.skipped), todo.size());
+    auto print_point = [](const SweepRun& r) {
+      std::printf("  %s  #%lld ", r.hash.c_str(), static_cast<long long>(r.position));
+      for (const auto& [k, v] : r.values) std::printf(" %s=%s", k.c_str(), v.c_str());
+    };
     for (const auto* r : todo) {
-      std::printf("  %s  #%lld ", r->hash.c_str(), static_cast<long long>(r->position));
-      for (const auto& [k, v] : r->values) std::printf(" %s=%s", k.c_str(), v.c_str());
+      print_point(*r);
       std::printf("\n");
+    }
+    for (const auto* r : duplicates) {
+      print_point(*r);
+      std::printf("  (the same run as #%lld)\n", static_cast<long long>(first_of.at(r->hash)));
     }
     return sum;
   }
+  // one writer per sweep folder (per shard: shards of one sweep write disjoint runs)
+  const std::string lock_name = opt.shard_count == 1 ? ".sweep.lock"
+                                                     : ".sweep-shard-" + std::to_string(opt.shard_index) + "-of-" +
+                                                           std::to_string(opt.shard_count) + ".lock";
+  const WriteLock lock(dir.string(), opt.shard_count == 1 ? "sweep folder" : "sweep folder's shard",
+                       (dir / lock_name).string());
   if (!opt.index_only && !todo.empty()) {
     fs::create_directories(dir / "runs");
     fs::create_directories(dir / "configs");

@@ -2,7 +2,9 @@
 // (DIR/index.csv for people and pandas, DIR/index.h5 for h5py).
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,8 +45,16 @@ void write_text_file(const std::string& path, const std::string& text) {
   const auto tmp = path + ".partial." + std::to_string(getpid());
   {
     std::ofstream out(tmp);
-    if (!out) throw UserError(path + ": cannot write");
+    if (!out) throw UserError(path + ": cannot write (" + std::strerror(errno) + ")");
     out << text;
+    out.close();
+    if (!out) {
+      // a full disk shows here (ENOSPC): no half-written file is left under either name
+      const std::string why = std::strerror(errno);
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw UserError(path + ": cannot write " + std::to_string(text.size()) + " bytes (" + why + ")");
+    }
   }
   fs::rename(tmp, path);
 }

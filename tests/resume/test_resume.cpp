@@ -225,7 +225,7 @@ TEST_CASE("CheckpointsAtEveryUpdateDoNotChangeTheRun") {
   check_resume(kRpd + "log.flush_seconds=0 log.every=5", {222});
 }
 
-TEST_CASE("TheSweepsRuleContinuesACheckpointOfTheSameConfigAndRerunsAnyOther") {
+TEST_CASE("TheSweepsRuleContinuesACheckpointOfTheSameConfigAndDiscardsAnotherOnlyWhenForced") {
   const Config cfg = config_for(kRpd + "log.flush_seconds=1000");
   const auto dir = test::temp_dir("resume-copy");
   const RunResult whole = run_experiment(cfg, (dir / "whole.h5").string(), false);
@@ -238,10 +238,15 @@ TEST_CASE("TheSweepsRuleContinuesACheckpointOfTheSameConfigAndRerunsAnyOther") {
   const RunResult r = run_or_resume(cfg, (dir / "a.h5").string(), RunOptions{});
   CHECK(r.status == "ok");
   check_same_numbers(dir / "whole.h5", dir / "a.h5");
-  // another config at the same path runs afresh and replaces the stale .partial
+  // another config at the same path would discard the checkpoint: refused, unless forced
+  // (issue 34); then it runs afresh and replaces the .partial
   run_experiment(cfg, (dir / "b.h5").string(), o);
   const Config other = config_for(kRpd + "log.flush_seconds=1000 method.lr=0.004");
-  CHECK(run_or_resume(other, (dir / "b.h5").string(), RunOptions{}).status == "ok");
+  CHECK_THROWS_AS(run_or_resume(other, (dir / "b.h5").string(), RunOptions{}), UserError);
+  CHECK(fs::exists(dir / "b.h5.partial"));
+  RunOptions force;
+  force.overwrite = true;
+  CHECK(run_or_resume(other, (dir / "b.h5").string(), force).status == "ok");
   auto f = h5::open_file_readonly((dir / "b.h5").string());
   CHECK(h5::read_attr_string(f.id(), "config") == other.to_toml());
 }
