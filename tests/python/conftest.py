@@ -170,10 +170,11 @@ def binary_sweep(stale_bin, tmp_path_factory):
     d = tmp_path_factory.mktemp("binary_sweep")
     (d / "base.toml").write_text(
         '[objective]\nname = "quadratic"\ngenerator = "random"\ndim = 12\nsamples = 24\nbatch_size = 4\nstages = 3\n'
-        '[method]\nname = "rpd"\nlr = 0.01\nupdates = 240\n[delay]\nname = "uniform"\nmax = 4\n'
+        '[method]\nname = "rpd"\nlr = 0.01\nupdates = 240\n'
         '[log]\nevery = 20\nprogress = false\n')
-    (d / "sweep.toml").write_text('base = "base.toml"\nunread = "drop"\n[grid]\n"method.lr" = [0.01, 0.04, 100.0]\n'
-                                  'seed = [0, 1]\n[zip]\n"method.name" = ["rpd", "pipedream"]\n')
+    (d / "sweep.toml").write_text('base = "base.toml"\n[grid]\n"method.lr" = [0.01, 0.04, 100.0]\nseed = [0, 1]\n[zip]\n'
+                                  '"method.name" = ["rpd", "pipedream"]\n"delay.name" = ["uniform", "zero"]\n'
+                                  '"delay.max" = [4, 0]\n')
     r = subprocess.run([stale_bin, "sweep", str(d / "sweep.toml"), "-q", "--jobs", "1", "--out", str(d / "out")],
                        capture_output=True, text=True, cwd=d)
     assert r.returncode == 0, r.stderr

@@ -1,6 +1,10 @@
 """The §3 bound for every method of a sweep (scripts/stale_analysis/bound.py, `audits.py bound`),
-the γ > 1/L mark of summarize_runs.py."""
+the γ > 1/L mark of summarize_runs.py, and the index's bound columns from a real sweep."""
 from __future__ import annotations
+
+import csv
+
+import pytest
 
 from conftest import decaying, mixed_sweep, script, write_run
 from stale_analysis.bound import bound_runs, delta_text, method_table, plot_bound
@@ -52,3 +56,16 @@ def test_summary_marks_the_rows_with_gamma_above_1_over_L(tmp_path):
     assert "γ > 1/L for 3 of 6 runs (the rows marked NO" in r.stdout
     r = script("summarize_runs.py", *files, "--group-by", "delay.max")  # a group mixing both
     assert "NO for 2 of 4" in r.stdout and "NO for 1 of 2" in r.stdout
+
+
+def test_the_index_has_the_bound_columns_and_gamma_flag(binary_sweep):
+    with open(binary_sweep / "out" / "index.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    for c in ("G", "bound_opt", "bound_stoch", "bound_stale", "delta", "lr_within_1_over_L"):
+        assert c in rows[0]
+    for r in rows:
+        if r["bound"]:
+            total = float(r["bound_opt"]) + float(r["bound_stoch"]) + float(r["bound_stale"])
+            assert total == pytest.approx(float(r["bound"]), rel=1e-15)  # the CSV's 17 digits
+        assert r["lr_within_1_over_L"] == ("0" if float(r["method.lr"]) == 100.0 else "1")
+    assert {r["method.name"]: r["delta"] for r in rows if r["method.name"] == "rpd"}["rpd"] == "4"
