@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Markdown table of final metrics of run files, grouped by config keys: final f − f_*,
 (1/K)Σ‖∇f(w_k)‖², the bound of docs/theory.md §3 and its stale term, each as mean [min, max]
-over the runs of a group (seeds), with the group's step size.
+over the runs of a group (seeds), with the group's step size and whether it satisfies the
+bound's γ ≤ 1/L (NO marks the rows outside the assumption).
 
   scripts/summarize_runs.py runs/*.h5 --group-by delay.max[,method.name] [--where key=value ...]
                             [-o table.md] [--command "how the runs were made"]
@@ -38,10 +39,21 @@ def common(runs, get) -> str | None:
     return vals.pop() if len(vals) == 1 else None
 
 
+def within(run) -> bool:
+    """γ ≤ 1/L, the bound's step-size condition (/theory/lr_within_1_over_L; a file without it: no)."""
+    return bool(int(run.theory.get("lr_within_1_over_L", 0)))
+
+
+def within_cell(runs) -> str:
+    """'yes', 'NO' (γ > 1/L: outside the bound's assumption), or 'NO for 2 of 3' in a mixed group."""
+    n_out = sum(not within(r) for r in runs)
+    return "yes" if n_out == 0 else "NO" if n_out == len(runs) else f"NO for {n_out} of {len(runs)}"
+
+
 def table(groups, keys) -> list[str]:
     head = " | ".join(keys) if keys else "run"
-    lines = [f"| {head} | γ | runs | final f − f_* | (1/K)Σ‖∇f(w_k)‖² | bound (§3) | stale term γ²L²δ²G² | status |",
-             "|" + "---|" * (len(keys or [0]) + 7)]
+    lines = [f"| {head} | γ | γ ≤ 1/L | runs | final f − f_* | (1/K)Σ‖∇f(w_k)‖² | bound (§3) | stale term γ²L²δ²G² | status |",
+             "|" + "---|" * (len(keys or [0]) + 8)]
     for g in groups:
         good = [r for r in g.runs if not is_diverged(r)]
         m = [r.metrics for r in good]
@@ -58,7 +70,7 @@ def table(groups, keys) -> list[str]:
         def last(name):  # a metric a run does not log (e.g. no bound) counts as NaN
             return [x[name][-1] if name in x and len(x[name]) else math.nan for x in m]
         lines.append(
-            f"| {' | '.join(cells)} | {lr} | {len(g.runs)} | {stat(last('subopt'))}"
+            f"| {' | '.join(cells)} | {lr} | {within_cell(g.runs)} | {len(g.runs)} | {stat(last('subopt'))}"
             f" | {stat(last('grad_norm_sq_mean'))} | {stat(last('bound'))} | {stat(last('bound_stale'))} | {status} |")
     return lines
 
@@ -78,8 +90,9 @@ def footer(runs) -> list[str]:
         else:
             vals = [get(r) for r in runs]
             facts.append(f"{name} ∈ [{fmt_value(min(vals))}, {fmt_value(max(vals))}] (varies by run)")
-    within = {int(r.theory.get("lr_within_1_over_L", 0)) for r in runs}
-    facts.append("γ ≤ 1/L: " + ("yes" if within == {1} else "no" if within == {0} else "for some runs only"))
+    n_out = sum(not within(r) for r in runs)
+    facts.append("γ ≤ 1/L for every run" if n_out == 0 else
+                 f"γ > 1/L for {n_out} of {len(runs)} runs (the rows marked NO: outside the §3 bound's assumption)")
     lines = ["", "Mean [min, max] over the runs of a group that did not diverge. " + ", ".join(facts) + "."]
     v = common(runs, lambda r: f"{r.attrs.get('version')} (git {r.attrs.get('git_sha')})")
     lines.append(f"Harness version {v}." if v else "Runs come from different harness versions.")

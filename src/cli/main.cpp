@@ -1,4 +1,4 @@
-// The `stale` command line: run, sweep, schedule, sample, stability, info, keys, list, schema
+// The `stale` command line: run, sweep, schedule, report, sample, stability, info, keys, list, schema
 // (docs/design.md "Command line"). User errors (bad config, missing file, a command line CLI11
 // cannot parse) print one line on stderr and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include "src/backend/backend.hpp"
 #include "src/cli/keys_command.hpp"
 #include "src/cli/list_command.hpp"
+#include "src/cli/report_command.hpp"
 #include "src/cli/sample_command.hpp"
 #include "src/cli/schedule_command.hpp"
 #include "src/cli/schema_command.hpp"
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
   add_keys_command(app);
   add_schedule_command(app);
   add_sweep_command(app);
+  add_report_command(app);
   add_sample_command(app);
   add_list_command(app);
   add_stability_command(app);
@@ -191,6 +193,7 @@ int main(int argc, char** argv) {
       const int rc = run_sweep_command();
       return stop_requested() ? interrupted_exit_code() : rc;
     }
+    if (app.got_subcommand("report")) return run_report_command();
     if (app.got_subcommand("sample")) return run_sample_command();
     if (app.got_subcommand("list")) return run_list_command();
     if (app.got_subcommand("stability")) return run_stability_command();

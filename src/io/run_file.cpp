@@ -425,7 +425,7 @@ void RunFile::write_theory(const TheoryConstants& t) {
   h5::write_attr(g.id(), "K_planned", t.updates_planned);
   h5::write_attr(g.id(), "K_note", t.updates_note);
   h5::write_attr(g.id(), "lr_note", t.lr_note);
-  h5::write_attr(g.id(), "lr_within_1_over_L", int64_t{t.lr <= 1.0 / t.L});
+  h5::write_attr(g.id(), "lr_within_1_over_L", int64_t{t.lr_within_1_over_L()});
   h5::write_attr(g.id(), "bound_formula",
                  std::string("2 S Delta0 / (lr K) + lr S L G^2 + lr^2 L^2 delta^2 G^2 (docs/theory.md section 3)"));
 }

@@ -30,6 +30,8 @@ struct TheoryConstants {
   int64_t updates_planned = 0;   // K of the run's plan (updates = what it did: fewer if it diverged)
   std::string updates_note;      // how K was derived when it is not method.updates
   std::string lr_note = "constant";  // which γ the bound uses
+  // the bound's step-size condition γ ≤ 1/L (docs/theory.md §3): /theory/lr_within_1_over_L, the index column
+  bool lr_within_1_over_L() const { return lr <= 1.0 / L; }
 };
 
 // /delay_summary: the largest and the summed delay of each block over the updates so far

@@ -34,7 +34,12 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
     for (const auto& c : index_columns())
       if (c.metric) row.*c.member = last_of(series(c.metric));
     // /theory is written when a run ends (ok or diverged)
-    if (h5::exists(f.id(), "theory")) row.delta = h5::read_attr_double(h5::open_group(f.id(), "theory").id(), "delta");
+    if (h5::exists(f.id(), "theory")) {
+      const auto theory = h5::open_group(f.id(), "theory");
+      row.delta = h5::read_attr_double(theory.id(), "delta");
+      if (h5::attr_exists(theory.id(), "lr_within_1_over_L"))  // a run file older than the attribute: NaN
+        row.lr_within_1_over_L = static_cast<double>(h5::read_attr_int(theory.id(), "lr_within_1_over_L"));
+    }
     const auto& k = series("k");
     const auto& t = series("time");
     const auto& sub = series("subopt");
@@ -51,12 +56,13 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
   return row;
 }
 
-RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, const MetricsRow& last,
-                          const std::vector<SuboptLow>& lows, double epsilon) {
+RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, bool lr_within_1_over_L,
+                          const MetricsRow& last, const std::vector<SuboptLow>& lows, double epsilon) {
   RunSummary row;
   row.status = status;
   row.wall = wall;
   row.delta = static_cast<double>(delta);
+  row.lr_within_1_over_L = lr_within_1_over_L ? 1.0 : 0.0;
   for (const auto& c : index_columns()) {
     if (!c.metric) continue;
     for (const auto& m : metric_columns())

@@ -184,6 +184,7 @@ RunResult RunSession::finish(const RunReport& report, const Vec& w) {
     const TheoryConstants t = theory(report);
     log_->write_theory(t);
     res_.delta = static_cast<int64_t>(t.delta);
+    res_.lr_within_1_over_L = t.lr_within_1_over_L();
     if (plan_.executes_schedule)
       log_->write_schedule(*plan_.schedule, report.simulation ? *report.simulation : *plan_.simulation,
                            report.measured_crossed);

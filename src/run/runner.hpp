@@ -23,6 +23,7 @@ struct RunResult {
   double wall_seconds = 0;
   int64_t updates = 0;
   int64_t delta = 0;  // δ of the bound: /theory/delta (docs/theory.md §3)
+  bool lr_within_1_over_L = false;  // γ ≤ 1/L, the bound's step-size condition: /theory/lr_within_1_over_L
   Vec final_w;  // the last iterate (equal, bit for bit, to the file's last /iterates row)
   std::vector<SuboptLow> subopt_lows;  // the logged rows' new lows of f − f_* (MetricsObserver)
   bool resumed = false;                // continued from a checkpoint: subopt_lows start there

@@ -104,6 +104,33 @@ def decaying(c, n=40, rate=3.0):
     return c * (0.2 + np.exp(-rate * t))
 
 
+def mixed_sweep(folder):
+    """RPD with δ ∈ {8, 60} and PipeDream with δ = 72 over γ ∈ {2^-4, 2^-3, 2^-1} (L = 4: the last is
+    γ > 1/L), one PipeDream run that explodes, one failed run without a file."""
+    pts = []
+    for name, dmax in (("rpd", 8), ("rpd", 60), ("pipedream", 72)):
+        for lr in (0.0625, 0.125, 0.5):
+            curve = decaying(1.0 + dmax / 100 + lr)
+            if name == "pipedream" and lr == 0.125:
+                curve = np.concatenate([curve[:20], np.logspace(1, 200, 20)])
+            pts.append(({"method.name": name, "delay.max": dmax, "method.lr": lr, "seed": 0}, curve, "ok"))
+    d = write_sweep(folder, pts)
+    # a grid point whose run failed: in the index, no run file
+    with open(os.path.join(d, "index.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    extra = {k: "" for k in rows[0]}
+    extra.update({"run": "rfailed", "position": len(rows), "method.name": "rpd", "delay.max": 420, "method.lr": 0.0625,
+                  "seed": 0, "status": "failed", "path": "runs/rfailed.h5"})
+    os.makedirs(os.path.join(d, "logs"), exist_ok=True)
+    with open(os.path.join(d, "logs", "rfailed.log"), "w") as f:
+        f.write("error: config: delay.max: out of memory estimate\n")
+    with open(os.path.join(d, "index.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows + [extra])
+    return d
+
+
 @pytest.fixture(scope="session")
 def stale_bin():
     path = os.path.abspath(os.environ.get("STALE_BIN") or os.path.join(ROOT, os.environ.get("BUILD_DIR", "build"), "stale"))
@@ -135,3 +162,20 @@ def binary_runs(stale_bin, tmp_path_factory):
     # a schedule method (PipeDream on the E2 problem, S = 4): its run file has /schedule and a time axis
     run("pipedream", "objective.stages=4", "method.time_budget=120", config="e2_nesterov.toml")
     return runs
+
+
+@pytest.fixture(scope="session")
+def binary_sweep(stale_bin, tmp_path_factory):
+    """A real sweep: rpd (δ = 4) and pipedream over three step sizes, two seeds, S = 3."""
+    d = tmp_path_factory.mktemp("binary_sweep")
+    (d / "base.toml").write_text(
+        '[objective]\nname = "quadratic"\ngenerator = "random"\ndim = 12\nsamples = 24\nbatch_size = 4\nstages = 3\n'
+        '[method]\nname = "rpd"\nlr = 0.01\nupdates = 240\n'
+        '[log]\nevery = 20\nprogress = false\n')
+    (d / "sweep.toml").write_text('base = "base.toml"\n[grid]\n"method.lr" = [0.01, 0.04, 100.0]\nseed = [0, 1]\n[zip]\n'
+                                  '"method.name" = ["rpd", "pipedream"]\n"delay.name" = ["uniform", "zero"]\n'
+                                  '"delay.max" = [4, 0]\n')
+    r = subprocess.run([stale_bin, "sweep", str(d / "sweep.toml"), "-q", "--jobs", "1", "--out", str(d / "out")],
+                       capture_output=True, text=True, cwd=d)
+    assert r.returncode == 0, r.stderr
+    return d

@@ -23,7 +23,8 @@ def test_group_by_two_keys_gives_one_row_per_pair_in_numeric_order(binary_runs):
     rows = table_rows(r.stdout)
     assert [(row[0], row[1]) for row in rows] == [("0", "0.015625"), ("0", "0.03125"), ("8", "0.015625"),
                                                  ("8", "0.03125")]
-    assert all(row[3] == "2" for row in rows)  # two seeds per group
+    assert all(row[4] == "2" for row in rows)  # two seeds per group
+    assert all(row[3] == "yes" for row in rows)  # γ ≤ 1/L (L of the E1 problem)
     assert "warning" not in r.stderr  # groups differ only in the seed
 
 

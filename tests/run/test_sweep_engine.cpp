@@ -126,8 +126,8 @@ TEST_CASE("TheIndexFromMemoryEqualsTheIndexReadFromTheRunFiles") {
   CHECK(from_memory.find(",diverged,") != std::string::npos);
   int reached = 0, rows = 0;
   auto fm = h5::open_file_readonly((dir / "memory.h5").string()), ff = h5::open_file_readonly((dir / "o" / "index.h5").string());
-  for (const char* c : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound", "delta", "time_to_eps_k",
-                        "time_to_eps", "wall_seconds"}) {
+  for (const char* c : {"k", "time", "loss", "subopt", "grad_norm_sq", "grad_norm_sq_mean", "bound", "bound_opt", "bound_stoch",
+                        "bound_stale", "G", "delta", "lr_within_1_over_L", "time_to_eps_k", "time_to_eps", "wall_seconds"}) {
     CAPTURE(c);
     const auto a = h5::read_vector_double(fm.id(), c), b = h5::read_vector_double(ff.id(), c);
     REQUIRE(a.size() == 8);
@@ -137,6 +137,29 @@ TEST_CASE("TheIndexFromMemoryEqualsTheIndexReadFromTheRunFiles") {
   }
   CHECK(reached > 0);
   CHECK(reached < rows);
+  // the bound's terms add up to it (the observer sums them in this order), and the γ ≤ 1/L flag
+  // is the run file's /theory attribute: 1 for the small steps, 0 for the diverging γ = 1e6
+  const auto bound = h5::read_vector_double(fm.id(), "bound"), opt = h5::read_vector_double(fm.id(), "bound_opt"),
+             stoch = h5::read_vector_double(fm.id(), "bound_stoch"), stale = h5::read_vector_double(fm.id(), "bound_stale"),
+             within = h5::read_vector_double(fm.id(), "lr_within_1_over_L"), G = h5::read_vector_double(fm.id(), "G");
+  std::vector<std::string> paths;  // index.csv's last column, in the rows' order
+  {
+    std::stringstream csv(from_memory);
+    std::string line;
+    std::getline(csv, line);
+    while (std::getline(csv, line)) paths.push_back(line.substr(line.rfind(',') + 1));
+  }
+  REQUIRE(paths.size() == bound.size());
+  int within_count = 0;
+  for (size_t i = 0; i < bound.size(); ++i) {
+    CAPTURE(paths[i]);
+    if (std::isfinite(bound[i])) CHECK(bound[i] == opt[i] + stoch[i] + stale[i]);
+    CHECK(G[i] > 0);
+    auto f = h5::open_file_readonly((dir / "o" / paths[i]).string());
+    CHECK(within[i] == static_cast<double>(h5::read_attr_int(h5::open_group(f.id(), "theory").id(), "lr_within_1_over_L")));
+    within_count += within[i] == 1.0;
+  }
+  CHECK(within_count == 6);
 }
 
 TEST_CASE("RunFilesAreBitIdenticalForAnyThreadCount") {

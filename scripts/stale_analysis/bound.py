@@ -1,0 +1,184 @@
+"""The §3 bound against the measured (1/K)Σ_{k<K}‖∇f(w_k)‖², for every method of a sweep
+(docs/theory.md §3: 2SΔ₀/(γK) + γSLG² + γ²L²δ²G², each run with its own γ, S, L, δ and
+running G, as its /metrics rows hold them).
+
+Every run of a sweep is read, whatever its method: RPD with its delay model's δ, PipeDream,
+PACI, 2BW, the flush methods and LocalSGD with the δ of their simulated schedule
+(/theory/delta). A run is checked at every logged K when the bound's assumptions hold for it:
+γ ≤ 1/L, the exact running mean (log.exact_mean not false) and not diverged. The others are
+kept and counted by reason, never dropped silently.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .runs import divergence_reason, load_run
+from .sweeps import read_index
+
+
+@dataclass
+class BoundRun:
+    sweep: str
+    run: str                  # the index's run (its config hash)
+    axes: dict                # the index row's varying keys
+    method: str
+    delta: float              # δ of the bound (/theory/delta)
+    lr: float
+    within: bool              # γ ≤ 1/L (/theory/lr_within_1_over_L)
+    exact_mean: bool          # the running mean is exact, not sampled at logged steps
+    diverged: str | None      # why the run counts as diverged (runs.divergence_reason), or None
+    k: np.ndarray = field(repr=False)         # logged k > 0 with a finite bound
+    measured: np.ndarray = field(repr=False)  # (1/K)Σ‖∇f(w_k)‖² at those k
+    bound: np.ndarray = field(repr=False)     # the bound at those k
+    terms: dict = field(default_factory=dict)  # bound_opt, bound_stoch, bound_stale at the last row
+
+    @property
+    def checked(self) -> bool:
+        """The bound's assumptions hold: the run is compared with it."""
+        return self.within and self.exact_mean and self.diverged is None and len(self.k) > 0
+
+    @property
+    def why_not_checked(self) -> str:
+        if not self.within:
+            return "γ > 1/L"
+        if self.diverged is not None:
+            return "diverged"
+        if not self.exact_mean:
+            return "sampled mean"
+        return "no logged bound" if len(self.k) == 0 else ""
+
+    def ratio(self) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return self.measured / self.bound
+
+    @property
+    def final_ratio(self) -> float:
+        r = self.ratio()
+        return float(r[-1]) if len(r) else math.nan
+
+    @property
+    def worst(self) -> tuple[int, float]:
+        """(k, measured/bound) where the ratio is largest; (−1, nan) without logged rows."""
+        r = self.ratio()
+        if not len(r) or not np.any(np.isfinite(r)):
+            return -1, math.nan
+        i = int(np.nanargmax(r))
+        return int(self.k[i]), float(r[i])
+
+    @property
+    def violated(self) -> bool:
+        return bool(np.any(self.ratio() > 1))
+
+
+def _flag(v, default=True) -> bool:
+    if v is None:
+        return default
+    if isinstance(v, str):
+        return v.strip().lower() not in ("0", "false", "no", "")
+    return bool(v)
+
+
+def bound_runs(sweep_dirs) -> list[BoundRun]:
+    """Every finished (ok or diverged) run of the sweeps, every method, with its bound series."""
+    out = []
+    for d in sweep_dirs:
+        rows = read_index(d)
+        axes = [c for c in (rows[0] if rows else {}) if "." in c or c == "seed"]
+        for row in rows:
+            if row["status"] not in ("ok", "diverged"):
+                continue
+            run = load_run(os.path.join(d, row["path"]))
+            th = run.theory
+            m = run.metrics
+            k = np.asarray(m["k"], dtype=float)
+            b = np.asarray(m["bound"], dtype=float) if "bound" in m else np.full(len(k), math.nan)
+            g = np.asarray(m["grad_norm_sq_mean"], dtype=float)
+            ok = np.isfinite(b) & (k > 0)
+            terms = {t: float(m[t][-1]) if t in m and len(m[t]) else math.nan
+                     for t in ("bound_opt", "bound_stoch", "bound_stale")}
+            out.append(BoundRun(
+                sweep=d, run=row["run"], axes={a: row[a] for a in axes},
+                method=str(run.flat.get("method.name", "?")),
+                delta=float(th.get("delta", math.nan)), lr=run.lr,
+                within=_flag(th.get("lr_within_1_over_L"), default=False),
+                exact_mean=_flag(run.flat.get("log.exact_mean", "auto")),
+                diverged=divergence_reason(run), k=k[ok], measured=g[ok], bound=b[ok], terms=terms))
+    return out
+
+
+def _number(v: float) -> str:
+    return f"{int(v)}" if math.isfinite(v) and v == int(v) else f"{v:g}"
+
+
+def delta_text(deltas) -> str:
+    """'δ = 72', 'δ ∈ {8, 60, 420}', or 'δ = 4…1024 (9 values)' for many: a legend's δ of a method."""
+    ds = sorted({float(x) for x in deltas if math.isfinite(float(x))})
+    if not ds:
+        return "δ unknown"
+    if len(ds) == 1:
+        return f"δ = {_number(ds[0])}"
+    if len(ds) <= 4:
+        return "δ ∈ {" + ", ".join(_number(x) for x in ds) + "}"
+    return f"δ = {_number(ds[0])}…{_number(ds[-1])} ({len(ds)} values)"
+
+
+def by_method(runs: list[BoundRun]) -> dict[str, list[BoundRun]]:
+    out: dict[str, list[BoundRun]] = {}
+    for r in runs:
+        out.setdefault(r.method, []).append(r)
+    return dict(sorted(out.items()))
+
+
+def method_table(runs: list[BoundRun]) -> list[dict]:
+    """One row per method: its δ, how many runs were read, checked and left out (by reason),
+    violations, and the largest and median measured/bound at the final K of the checked runs."""
+    table = []
+    for method, rs in by_method(runs).items():
+        checked = [r for r in rs if r.checked]
+        ratios = [r.final_ratio for r in checked if math.isfinite(r.final_ratio)]
+        table.append({
+            "method": method, "delta": delta_text(r.delta for r in rs), "runs": len(rs), "checked": len(checked),
+            "lr_above_1_over_L": sum(r.why_not_checked == "γ > 1/L" for r in rs),
+            "diverged": sum(r.why_not_checked == "diverged" for r in rs),  # with γ ≤ 1/L
+            "sampled_mean": sum(r.why_not_checked == "sampled mean" for r in rs),
+            "violations": sum(r.violated for r in checked),
+            "max_final_ratio": max(ratios) if ratios else math.nan,
+            "median_final_ratio": float(np.median(ratios)) if ratios else math.nan,
+        })
+    return table
+
+
+# one marker per method, so that methods lying on top of each other stay visible
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*", "h", "p"]
+
+
+def plot_bound(ax, runs: list[BoundRun]) -> int:
+    """Measured against bound at the final K, one colour and marker per method, the method's δ in
+    its legend entry; only runs the bound's assumptions cover. Returns how many points were drawn."""
+    drawn, lo, hi = 0, math.inf, 0.0
+    for i, (method, rs) in enumerate(by_method(runs).items()):
+        pts = [(r.bound[-1], r.measured[-1]) for r in rs if r.checked]
+        if not pts:
+            continue
+        P = np.array(pts)
+        ax.scatter(P[:, 0], P[:, 1], s=16, marker=MARKERS[i % len(MARKERS)], alpha=0.8,
+                   label=f"{method} ({delta_text(r.delta for r in rs if r.checked)}; {len(pts)} runs)")
+        pos = P[P > 0]
+        if len(pos):
+            lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
+        drawn += len(pts)
+    if drawn:
+        lo, hi = lo / 2, hi * 2
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="measured = bound")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.legend(loc="upper left", fontsize=7)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(r"bound of §3 at the final $K$ (exact $L$, $f_*$, $\delta$; running $G$)")
+    ax.set_ylabel(r"measured $\frac{1}{K}\sum_{k<K} \|\nabla f(w_k)\|^2$")
+    return drawn

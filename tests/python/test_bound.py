@@ -1,0 +1,71 @@
+"""The §3 bound for every method of a sweep (scripts/stale_analysis/bound.py, `audits.py bound`),
+the γ > 1/L mark of summarize_runs.py, and the index's bound columns from a real sweep."""
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from conftest import decaying, mixed_sweep, script, write_run
+from stale_analysis.bound import bound_runs, delta_text, method_table, plot_bound
+from stale_analysis.plotting import plt
+
+
+# --- the bound across methods ----------------------------------------------------------------
+def test_bound_runs_read_every_method_with_its_own_delta(tmp_path):
+    runs = bound_runs([mixed_sweep(tmp_path / "s")])
+    assert sorted({r.method for r in runs}) == ["pipedream", "rpd"]  # PipeDream is no longer dropped
+    table = {m["method"]: m for m in method_table(runs)}
+    assert table["rpd"]["delta"] == "δ ∈ {8, 60}" and table["pipedream"]["delta"] == "δ = 72"
+    assert table["rpd"]["runs"] == 6 and table["rpd"]["checked"] == 4 and table["rpd"]["lr_above_1_over_L"] == 2
+    assert table["pipedream"]["checked"] == 1 and table["pipedream"]["diverged"] == 1
+    fig, ax = plt.subplots()
+    assert plot_bound(ax, runs) == 5
+    labels = ax.get_legend_handles_labels()[1]
+    plt.close(fig)
+    assert "pipedream (δ = 72; 1 runs)" in labels and "rpd (δ ∈ {8, 60}; 4 runs)" in labels
+
+
+def test_delta_text():
+    assert delta_text([72.0, 72.0]) == "δ = 72"
+    assert delta_text([60, 8]) == "δ ∈ {8, 60}"
+    assert delta_text([4, 8, 16, 32, 64, 1024]) == "δ = 4…1024 (6 values)"
+    assert delta_text([float("nan")]) == "δ unknown"
+
+
+def test_bound_audit_covers_every_method(tmp_path):
+    d = mixed_sweep(tmp_path / "s")
+    r = script("audits.py", "bound", d, "--results", tmp_path / "res")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "res" / "audit_bound.md").read_text()
+    assert "Runs read (every method): 9; checked at every logged K: 5" in md
+    assert "| pipedream | δ = 72 | 3 | 1 | 1 | 1 |" in md and "| rpd | δ ∈ {8, 60} | 6 | 4 | 2 | 0 |" in md
+
+
+# --- summarize_runs.py: which rows have γ > 1/L -------------------------------------------------
+def test_summary_marks_the_rows_with_gamma_above_1_over_L(tmp_path):
+    files = [write_run(tmp_path / f"r{lr}_{s}.h5", decaying(1.0), **{"method.lr": lr, "seed": s})
+             for lr in (0.0625, 0.5) for s in (0, 1)]
+    files.append(write_run(tmp_path / "mixed.h5", decaying(1.0), **{"method.lr": 0.5, "seed": 2, "delay.max": 8}))
+    files.append(write_run(tmp_path / "mixed2.h5", decaying(1.0), **{"method.lr": 0.0625, "seed": 2, "delay.max": 8}))
+    r = script("summarize_runs.py", *files, "--group-by", "delay.max,method.lr")
+    assert r.returncode == 0, r.stderr
+    rows = {(c[0], c[1]): c[3] for c in [[x.strip() for x in line.strip("|").split("|")]
+                                         for line in r.stdout.splitlines() if line.startswith("| ")][1:]}
+    assert rows == {("0", "0.0625"): "yes", ("0", "0.5"): "NO", ("8", "0.0625"): "yes", ("8", "0.5"): "NO"}
+    assert "γ > 1/L for 3 of 6 runs (the rows marked NO" in r.stdout
+    r = script("summarize_runs.py", *files, "--group-by", "delay.max")  # a group mixing both
+    assert "NO for 2 of 4" in r.stdout and "NO for 1 of 2" in r.stdout
+
+
+def test_the_index_has_the_bound_columns_and_gamma_flag(binary_sweep):
+    with open(binary_sweep / "out" / "index.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    for c in ("G", "bound_opt", "bound_stoch", "bound_stale", "delta", "lr_within_1_over_L"):
+        assert c in rows[0]
+    for r in rows:
+        if r["bound"]:
+            total = float(r["bound_opt"]) + float(r["bound_stoch"]) + float(r["bound_stale"])
+            assert total == pytest.approx(float(r["bound"]), rel=1e-15)  # the CSV's 17 digits
+        assert r["lr_within_1_over_L"] == ("0" if float(r["method.lr"]) == 100.0 else "1")
+    assert {r["method.name"]: r["delta"] for r in rows if r["method.name"] == "rpd"}["rpd"] == "4"
