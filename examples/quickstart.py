@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import stale  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--out", default="quickstart.png", help="the figure (default: quickstart.png)")
+parser.add_argument("--out", default="runs/quickstart.png", help="the figure (default: runs/quickstart.png)")
 args = parser.parse_args()
 
 # %% the user code: 12 runs, one figure
@@ -35,5 +35,6 @@ for delta in (0, 8, 60, 420):
     print(f"delta={delta:3d}  final f-f* (median of 3 seeds) = {np.median(curves[:, -1]):.4g}")
 ax.set(yscale="log", xlabel="block updates k", ylabel="f − f*", title="RPD, random least squares, γ = 2⁻⁶")
 ax.legend()
+os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
 fig.savefig(args.out, dpi=120, bbox_inches="tight")
 print(f"wrote {args.out}")

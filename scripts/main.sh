@@ -2,11 +2,16 @@
 # The README's main job: install, build, run RPD on the random quadratic for
 # δ ∈ {0, 8, 60, 420} × seeds {0, 1, 2}, and draw results/main_rpd_delays.png with a
 # summary table results/main_rpd_delays.md.
+#   bash scripts/main.sh [--no-build]   (--no-build: skip set-up and build; build/stale must exist)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-bash scripts/setup.sh
-bash scripts/build.sh
+if [[ ${1:-} == --no-build ]]; then
+  [[ -x build/stale ]] || { echo "main.sh: --no-build, but build/stale does not exist (run without it once)" >&2; exit 2; }
+else
+  bash scripts/setup.sh
+  bash scripts/build.sh
+fi
 out=runs/main_rpd_delays
 mkdir -p results
 # the 12 runs in one in-process sweep (a rerun reuses finished runs)

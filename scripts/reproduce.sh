@@ -2,14 +2,26 @@
 # Regenerates every committed figure and table in results/ that comes from the CPU harness:
 # the main job, PipeDream's delay scaling, the paper experiments E1–E4 and the theory audits.
 # Sweeps resume: a rerun skips the runs already in sweeps/ (delete it for a clean rerun).
-#   bash scripts/reproduce.sh [--jobs N]      (default N = number of cores)
+#   bash scripts/reproduce.sh [--jobs N] [--no-build]   (default N = number of cores; --no-build:
+#                                                       skip set-up and build, use build/stale)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
-[[ ${1:-} == --jobs ]] && jobs=$2
+build=1
+while (($#)); do
+  case $1 in
+    --jobs) jobs=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    *) echo "reproduce.sh: unknown option '$1' (valid: --jobs N, --no-build)" >&2; exit 2 ;;
+  esac
+done
 start=$(date +%s)
-bash scripts/setup.sh
-bash scripts/build.sh >/dev/null
+if ((build)); then
+  bash scripts/setup.sh
+  bash scripts/build.sh >/dev/null
+else
+  [[ -x build/stale ]] || { echo "reproduce.sh: --no-build, but build/stale does not exist" >&2; exit 2; }
+fi
 stale=build/stale
 sweep() {  # sweep file stem; the output is the default folder sweeps/<stem> (the README's layout)
   local t0=$(date +%s)
@@ -17,7 +29,7 @@ sweep() {  # sweep file stem; the output is the default folder sweeps/<stem> (th
   echo "  $1: $(( $(date +%s) - t0 )) s" >&2
 }
 echo "== main job" >&2
-bash scripts/main.sh >/dev/null
+bash scripts/main.sh --no-build >/dev/null
 echo "== delay scaling" >&2
 python3 scripts/delay_scaling.py --bin "$stale" --jobs "$jobs" >/dev/null
 echo "== E1–E4 sweeps" >&2

@@ -99,6 +99,26 @@ def footer(runs) -> list[str]:
     return lines
 
 
+def same_for_every_seed(groups, keys) -> list[str]:
+    """A line naming the groups whose runs differ in their seed but not in a bit of their loss
+    series: the seed drew nothing there (PipeDream on a data file takes its batches in a fixed
+    order), so the [min, max] over "seeds" is one run, not a spread."""
+    names = []
+    for g in groups:
+        seeds = {r.flat.get("seed") for r in g.runs}
+        if len(g.runs) < 2 or len(seeds) < 2:
+            continue
+        losses = [np.asarray(r.metrics["loss"]) for r in g.runs]
+        if all(x.shape == losses[0].shape and np.array_equal(x, losses[0], equal_nan=True) for x in losses[1:]):
+            names.append(", ".join(f"{k}={fmt_value(v)}" for k, v in zip(keys, g.values)) if keys else
+                         os.path.basename(g.values[0]))
+    if not names:
+        return []
+    return [f"The seed changes nothing in {len(names)} group(s) ({'; '.join(names)}): their runs of different "
+            "seeds are bit-identical (nothing in the method or data is drawn from the seed), so their [min, max] "
+            "is a single run, not a spread over seeds."]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", help="run files (.h5)")
@@ -110,7 +130,7 @@ def main(argv=None):
     keys = parse_keys(a.group_by)
     runs = filter_runs(load_runs(a.runs), parse_where(a.where))
     groups = group_runs(runs, keys)
-    lines = table(groups, keys) + footer(runs)
+    lines = table(groups, keys) + footer(runs) + same_for_every_seed(groups, keys)
     if a.command:
         lines.append(f"Produced by `{a.command}`.")
     text = "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import script, write_run
+from conftest import decaying, script, write_run
 from stale_analysis import AnalysisError, filter_runs, group_runs, load_run, parse_keys, parse_where, sort_key
 
 
@@ -140,3 +140,16 @@ def test_stale_h5_prints_status_and_keys(binary_runs):
     r = script("stale_h5.py", binary_runs["d8_lr0.015625_s1"], "--key", "delay.max")
     assert r.returncode == 0, r.stderr
     assert "status ok" in r.stdout and "delay.max = 8" in r.stdout
+
+
+def test_summary_names_groups_whose_seeds_change_nothing(tmp_path):
+    # δ = 8: three seeds with one and the same curve (the seed drew nothing); δ = 60: a spread
+    files = []
+    for seed in (0, 1, 2):
+        files.append(write_run(tmp_path / f"a{seed}.h5", decaying(1.0), seed=seed, delay={"name": "uniform", "max": 8}))
+        files.append(write_run(tmp_path / f"b{seed}.h5", decaying(1.0 + seed / 10), seed=seed,
+                               delay={"name": "uniform", "max": 60}))
+    r = script("summarize_runs.py", *files, "--group-by", "delay.max")
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stdout.splitlines() if "seed changes nothing" in line]
+    assert len(notes) == 1 and "delay.max=8" in notes[0] and "delay.max=60" not in notes[0]
