@@ -355,6 +355,14 @@ def stale_dist_sq(run, skip):
     return float(np.mean(sd[sel] ** 2)) if sel.any() else math.nan
 
 
+def unstable(run):
+    """outside the regime of an asymptotic law: diverged, or ending with f(w_K) above f(w_0) (the
+    step is past the stability limit of these delays, results/STABILITY.md; the excess then jumps
+    by orders of magnitude instead of following a power)"""
+    s = run.metrics["subopt"]
+    return bool(is_diverged(run) or not np.isfinite(s[-1]) or s[-1] > s[0])
+
+
 def law(xs, E, pred, what):
     """Fit one law on the points whose mean over seeds is positive; a row of the fits table.
     Needs ≥ 5 such points (else the law is reported as not observable as a power law)."""
@@ -380,7 +388,7 @@ def collect(dirs, xkey, variant, extra=lambda run: ()):
             delta = float(th["delta"])
             out[(*extra(run), variant(run))][float(run.key(xkey))][int(run.key("seed"))] = (
                 float(run.metrics["grad_norm_sq_mean"][-1]), stale_dist_sq(run, delta), float(th["G"]), float(th["lr"]),
-                delta, is_diverged(run))
+                delta, unstable(run))
     return out
 
 
@@ -389,7 +397,7 @@ def excess_laws(data, base_of, xs_label, pred_excess, pred_dist, title, fig_name
     fits = ["| law | points with a positive mean | fitted exponent | 95% interval (bootstrap over seeds and points) | predicted | verdict |",
             "|---|---|---|---|---|---|"]
     rows = [f"| series | {xs_label} | δ | excess of (1/K)Σ‖∇f‖² over δ = 0, mean [min, max] | bound's stale term γ²L²δ²G² | "
-            "mean ‖w_k − z_k‖² | lemma's γ²δ²G² | seeds diverged |", "|---|---|---|---|---|---|---|---|"]
+            "mean ‖w_k − z_k‖² | lemma's γ²δ²G² | seeds unstable (diverged or f(w_K) > f(w_0)) |", "|---|---|---|---|---|---|---|---|"]
     fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.6))
     i = 0
     for key in sorted(data):
@@ -445,21 +453,23 @@ def audit_delta_regime(d, res):
             K = int(run.key("method.updates"))
             th = run.theory
             zero[(f"γ = 2^{round(math.log2(float(run.key('method.lr'))))}", "zero")][K / 50][int(run.key("seed"))] = (
-                float(run.metrics["grad_norm_sq_mean"][-1]), 0.0, float(th["G"]), float(th["lr"]), 0.0, is_diverged(run))
+                float(run.metrics["grad_norm_sq_mean"][-1]), 0.0, float(th["G"]), float(th["lr"]), 0.0, unstable(run))
             for v in ("uniform", "constant"):
                 lr_L[(f"γ = 2^{round(math.log2(float(run.key('method.lr'))))}", v)] = float(th["L"])
     data = {k: v for k, v in data.items() if k[-1] != "zero"}
     data.update(zero)
-    regime = ("Regime: S = 8, K = 50·δ (δ ≪ K at every point), γL ∈ {0.007, 0.028}; excess and distance means over 5 seeds;\n"
-              "points where a seed diverged are left out of the fits.")
+    regime = ("Regime: S = 8, K = 50·δ (δ ≪ K at every point), γL ∈ {0.007, 0.028, 0.11}; means over 5 seeds;\n"
+              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits.")
     fits, rows = excess_laws(data, lambda k: (k[0], "zero"), "δ", 2, 2, "δ law at K = 50δ (S = 8)", "audit_delta_regime.png",
                              res, regime)
     lines = ["# δ law inside its regime (docs/theory.md §3, §9; issue 29, part 3)", "",
              "Made by `python3 scripts/audits.py delta-regime` from `experiments/audit_delta_regime_sweep.toml`: the E1 "
              "problem (random least squares, d = 512, n = 600, batch 10, S = 8), RPD with uniform and constant delays "
-             "δ ∈ {8, …, 512}, **K = 50·δ** so that δ ≪ K at every point (the previous audit, results/audit_delta.md, fixed "
+             "δ ∈ {2, …, 512}, **K = 50·δ** so that δ ≪ K at every point (the previous audit, results/audit_delta.md, fixed "
              "K = 6400 and fitted where δ is a sizable fraction of K), against δ = 0 at the same K, γ and seed (common random "
-             "numbers), γ ∈ {2⁻⁹, 2⁻⁷}, 5 seeds.", "",
+             "numbers), γ ∈ {2⁻⁹, 2⁻⁷, 2⁻⁵}, 5 seeds. A point is inside the regime when every seed's run is stable "
+             "(not diverged and f(w_K) ≤ f(w_0)); unstable points are listed but not fitted: past the stability limit "
+             "(results/STABILITY.md) the excess jumps by orders of magnitude instead of following a power.", "",
              "Two laws: the excess of (1/K)Σ‖∇f(w_k)‖² over δ = 0, which the bound caps by its stale term γ²L²δ²G² "
              "(exponent ≤ 2 in δ at fixed γ), and the mean stale distance ‖w_k − z_k‖² the proof bounds by γ²δ²G² "
              "(exponent ≤ 2). A law is fitted only on points whose mean over seeds is positive and only with ≥ 5 of them; "
@@ -475,24 +485,23 @@ def audit_stages_regime(dirs, res):
         if n == "schedule":
             return "PD table (capped)" if run.key("delay.schedule") == "pipedream-capped" else "PD table"
         return {"uniform": "uniform δ", "constant": "constant δ"}.get(n, n)
-    data = collect(dirs, "objective.stages", variant)
-    for k in data:
-        lr_L[k] = math.nan
+    data = collect(dirs, "objective.stages", variant, lambda r: (f"γ = 2^{round(math.log2(float(r.key('method.lr'))))}",))
     for r, run in runs_of(dirs[0]):
         for k in data:
             lr_L[k] = float(run.theory["L"])
         break
-    regime = ("Regime: γ = 2^-7 (γL = 0.028), δ = 5S²/4 − S and K = 50·δ (δ ≪ K at every point); 3 seeds;\n"
-              "points where a seed diverged are left out of the fits.")
-    fits, rows = excess_laws(data, lambda k: ("zero",), "S", 4, 4, "S law at K = 50·(5S²/4 − S)", "audit_stages_regime.png",
+    regime = ("Regime: γ ∈ {2^-7, 2^-5} (γL = 0.028, 0.11), δ = 5S²/4 − S and K = 50·δ (δ ≪ K at every point); 3 seeds;\n"
+              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits.")
+    fits, rows = excess_laws(data, lambda k: (k[0], "zero"), "S", 4, 4, "S law at K = 50·(5S²/4 − S)", "audit_stages_regime.png",
                              res, regime)
     lines = ["# S law inside its regime (docs/theory.md §4, §9; issue 29, part 3)", "",
              "Made by `python3 scripts/audits.py stages-regime` from `experiments/audit_stages_regime_sweep.toml` and "
              "`experiments/audit_stages_capped_sweep.toml`: the E1 problem (d = 512, n = 600, batch 10), "
-             "S ∈ {4, 6, 8, 12, 16, 24, 32}, δ = 5S²/4 − S (PipeDream's largest delay, warm-up included), **K = 50·δ** "
-             "so that δ ≪ K at every point, γ = 2⁻⁷, 3 seeds. Series: RPD with uniform and constant delays on δ, RPD "
+             "S ∈ {2, 4, 6, 8, 10, 12, 16, 24, 32}, δ = 5S²/4 − S (PipeDream's largest delay, warm-up included), **K = 50·δ** "
+             "so that δ ≪ K at every point, γ ∈ {2⁻⁷, 2⁻⁵}, 3 seeds. Series: RPD with uniform and constant delays on δ, RPD "
              "replaying PipeDream's exact delay table (the RPD authors' rule, `pipedream`) and real PipeDream's "
-             "(`pipedream-capped`), each against δ = 0 at the same S, K and seed.", "",
+             "(`pipedream-capped`), each against δ = 0 at the same S, K and seed. Unstable points (a seed diverged or "
+             "ended with f(w_K) > f(w_0)) are listed but not fitted, as in results/audit_delta_regime.md.", "",
              "Predicted: δ = Θ(S²) makes the bound's stale term Θ(γ²S⁴) (exponent ≤ 4); the proof's ‖w_k − z_k‖² ≤ γ²δ²G² "
              "likewise grows at most like S⁴G² (G itself shrinks with S: a block holds d/S coordinates). Verdict rule as in "
              "results/audit_delta_regime.md.", "", *fits, "", *rows, "",
