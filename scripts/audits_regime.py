@@ -21,7 +21,7 @@ from stale_analysis.plotting import caption, plt, pow2_tex
 
 STALE = os.environ.get("STALE_BIN", "build/stale")
 STYLES = [dict(marker="o", ls="-", ms=6), dict(marker="s", ls="--", ms=5), dict(marker="^", ls=":", ms=5),
-          dict(marker="x", ls="-.", ms=6), dict(marker="D", ls="-", ms=4)]
+          dict(marker="v", ls="-.", ms=6), dict(marker="D", ls="-", ms=4)]
 
 
 def pd_delta(S: int) -> int:
@@ -459,7 +459,7 @@ def audit_delta_regime(d, res):
     data = {k: v for k, v in data.items() if k[-1] != "zero"}
     data.update(zero)
     regime = ("Regime: S = 8, K = 50·δ (δ ≪ K at every point), γL ∈ {0.007, 0.028, 0.11}; means over 5 seeds;\n"
-              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits.")
+              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits and the figure (listed in the table).")
     fits, rows = excess_laws(data, lambda k: (k[0], "zero"), "δ", 2, 2, "δ law at K = 50δ (S = 8)", "audit_delta_regime.png",
                              res, regime)
     lines = ["# δ law inside its regime (docs/theory.md §3, §9; issue 29, part 3)", "",
@@ -491,7 +491,7 @@ def audit_stages_regime(dirs, res):
             lr_L[k] = float(run.theory["L"])
         break
     regime = ("Regime: γ ∈ {2^-7, 2^-5} (γL = 0.028, 0.11), δ = 5S²/4 − S and K = 50·δ (δ ≪ K at every point); 3 seeds;\n"
-              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits.")
+              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits and the figure (listed in the table).")
     fits, rows = excess_laws(data, lambda k: (k[0], "zero"), "S", 4, 4, "S law at K = 50·(5S²/4 − S)", "audit_stages_regime.png",
                              res, regime)
     lines = ["# S law inside its regime (docs/theory.md §4, §9; issue 29, part 3)", "",
