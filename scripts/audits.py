@@ -7,6 +7,13 @@ table to RESULTS/ (default results/) and printing the table:
   scripts/audits.py stages   [SWEEP_DIR ...]   exponent of the stale excess in S (≤ 4 predicted)
   scripts/audits.py paci     [SWEEP_DIR]       measured crossings against ⌈(S−1−s)/a⌉, loss against a
   scripts/audits.py localsgd [SWEEP_DIR]       final error against H (the S³H²/K term)
+  scripts/audits.py nonconvex [SWEEP_DIR]      the §3 bound on nonconvex logistic (w7a, phishing): violations, term shares
+  scripts/audits.py tuned    [SWEEP_DIR]       the tuned rate γ = min{1/L, √(2Δ₀/(LG²K))} over K, per S
+  scripts/audits.py delta-regime  [SWEEP_DIR]  δ law with K = 50δ (δ ≪ K), bootstrap over seeds and points
+  scripts/audits.py stages-regime [SWEEP_DIR ...]  S law with K = 50·δ_PD(S), PD's own tables included
+  scripts/audits.py localsgd-sh   [SWEEP_DIR]  LocalSGD's excess over H = 1 with S and H varied
+  scripts/audits.py nonconvex-plan | tuned-plan  write experiments/audit_nonconvex_sweep.toml /
+                                               audit_tuned_rate_sweep.toml (γ from L, Δ₀ and a pilot G)
 
 Default folders are those `build/stale sweep experiments/<name>.toml` writes (sweeps/e1_sweep,
 sweeps/audit_delta_sweep, …; the short names of older runs, sweeps/e1, sweeps/audit_delta, …,
@@ -37,6 +44,7 @@ from stale_analysis import (AnalysisError, find_sweep, fit_exponent, load_run, p
 from stale_analysis.bound import bound_runs, method_table, plot_bound  # noqa: E402
 from stale_analysis.fits import r_squared  # noqa: E402
 from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
+import audits_regime  # noqa: E402
 
 
 def runs_of(sweep_dir):
@@ -302,7 +310,8 @@ def audit_localsgd(d, res):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("audit", choices=["bound", "delta", "stages", "paci", "localsgd"])
+    p.add_argument("audit", choices=["bound", "delta", "stages", "paci", "localsgd", "nonconvex", "tuned", "delta-regime",
+                                     "stages-regime", "localsgd-sh", "nonconvex-plan", "tuned-plan"])
     p.add_argument("dirs", nargs="*", help="sweep folders (default: the ones named above, under --sweeps)")
     p.add_argument("--sweeps", default="sweeps", help="folder holding the sweep folders (default sweeps)")
     p.add_argument("--results", default="results")
@@ -310,7 +319,22 @@ def main(argv=None):
     for d in a.dirs:
         read_index(d)  # one-line error for a folder that is not a sweep
     sw = a.sweeps
-    if a.audit == "bound":
+    if a.audit == "nonconvex-plan":
+        audits_regime.plan_nonconvex("experiments/audit_nonconvex_sweep.toml")
+    elif a.audit == "tuned-plan":
+        audits_regime.plan_tuned("experiments/audit_tuned_rate_sweep.toml")
+    elif a.audit == "nonconvex":
+        audits_regime.audit_nonconvex((a.dirs or [default_dir(sw, "audit_nonconvex")])[0], a.results)
+    elif a.audit == "tuned":
+        audits_regime.audit_tuned((a.dirs or [default_dir(sw, "audit_tuned_rate")])[0], a.results)
+    elif a.audit == "delta-regime":
+        audits_regime.audit_delta_regime((a.dirs or [default_dir(sw, "audit_delta_regime")])[0], a.results)
+    elif a.audit == "stages-regime":
+        audits_regime.audit_stages_regime(a.dirs or [default_dir(sw, "audit_stages_regime"), default_dir(sw, "audit_stages_capped")],
+                                          a.results)
+    elif a.audit == "localsgd-sh":
+        audits_regime.audit_localsgd_sh((a.dirs or [default_dir(sw, "audit_localsgd_sh")])[0], a.results)
+    elif a.audit == "bound":
         dirs = a.dirs or [default_dir(sw, s) for s in ("e1", "audit_delta", "audit_stages", "audit_stages_mean")]
         audit_bound(dirs, a.results)
     elif a.audit == "delta":

@@ -985,7 +985,7 @@ def verdicts(par, sp_tables, mem, best_rows=()):
         v = "reproduced for a ≥ S" if same and diff and all(a >= S for a, _, _ in same) else (
             "reproduced" if not diff else "not reproduced")
         nums = ("identical per stage (activations S − s, one weight version) at a = " + ", ".join(str(a) for a, _, _ in same)
-                + "; at a = " + ", ".join(f"{a} PACI holds {x} activations on stage 0 against flush's {y}" for a, x, y in diff)
+                + "".join(f"; at a = {a} PACI holds {x} activations on stage 0 against flush's {y}" for a, x, y in diff)
                 + " (flush never has more than a in flight; tests/pipeline/test_paci_memory.cpp). Weight versions: 1 per stage for both"
                 + (f"; PipeDream stores {mem[('pipedream', 1)]['peak_versions']}" if ("pipedream", 1) in mem else "")
                 + "; 2BW " + ", ".join(f"a = {a}: up to {max(mem[('2bw', a)]['peak_versions'])}" for a in A_VALUES if ("2bw", a) in mem) + ".")

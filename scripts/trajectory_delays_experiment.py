@@ -352,8 +352,10 @@ def verdict(rows, exact_rows) -> list[str]:
         ex_v = sum(e["violations"] for e in exact_rows)
         ex_w = max((e["max_ratio"] for e in exact_rows), default=math.nan)
         V.append(f"- **The guarantee survives with measured δ.** Evaluated at every logged K with the measured δ_K "
-                 f"and G_K, the §3 bound held in every logistic run ({checks} violations; largest ratio "
-                 f"{worst:.2g}; with the exact mean {ex_v} violations, largest ratio {ex_w:.2g}). It is a valid "
+                 f"and G_K, the §3 bound held in every logistic run: with the exact mean (seed 0, the table above) "
+                 f"{ex_v} violations, largest measured/bound ratio {ex_w:.2g} — the ratio to quote; the sampled mean of "
+                 f"the main table ({checks} violations, largest ratio {worst:.2g}) under-counts the early decrease of "
+                 "‖∇f‖² and is no measure of the bound's tightness. It is a valid "
                  "certificate because the measured δ_K bounds every delay of the first K updates, which is all "
                  f"the proof uses; the fixed-cost δ does not: {over} of {n_c} coupled runs saw a larger delay than "
                  "the fixed-cost run, so quoting the precomputed δ for them would rest on a false assumption "

@@ -11,7 +11,7 @@ from .runs import DIVERGENCE_FACTOR, Run, divergence_reason, is_diverged, load_r
 from .grouping import Group, filter_runs, group_runs, parse_keys, parse_where, sort_key
 from .sweeps import axes_of, find_sweep, group_rows, mean_curve, read_index
 from .stepsize import THRESHOLDS, choose, grid_edge, is_stable, select, tail_stats
-from .fits import fit_exponent, positive_tail
+from .fits import fit_exponent, fit_exponent_seeds_points, positive_tail
 from .schema import INDEX_RESULTS, METRIC_NAMES, METRICS, Metric, axis_label, metric_info
 
 __all__ = [
@@ -20,6 +20,6 @@ __all__ = [
     "Group", "filter_runs", "group_runs", "parse_keys", "parse_where", "sort_key",
     "axes_of", "find_sweep", "group_rows", "mean_curve", "read_index",
     "THRESHOLDS", "choose", "grid_edge", "is_stable", "select", "tail_stats",
-    "fit_exponent", "positive_tail",
+    "fit_exponent", "fit_exponent_seeds_points", "positive_tail",
     "INDEX_RESULTS", "METRIC_NAMES", "METRICS", "Metric", "axis_label", "metric_info",
 ]

@@ -50,3 +50,41 @@ def positive_tail(xs, means) -> int:
     while i > 0 and means[i - 1] > 0:
         i -= 1
     return i
+
+
+def fit_exponent_seeds_points(x, ys_by_seed, boot: int = 4000, seed: int = 0):
+    """Slope of log(mean over seeds of y) on log x, with a 95% interval from a two-way bootstrap:
+    each replicate resamples the seeds (rows of ys_by_seed, shape [seeds, len(x)]) and,
+    independently, the points (columns) with replacement, so the interval carries both the
+    seed noise and the leverage of single points (a law that holds only at one end of the range
+    gets a wide interval). Every mean must be positive and finite (fit only where the quantity
+    is a power law; the caller says where). Returns (slope, lo, hi); a replicate that draws
+    fewer than 2 distinct x values is redrawn."""
+    x = np.asarray(x, float)
+    Y = np.atleast_2d(np.asarray(ys_by_seed, float))
+    if Y.shape[1] != len(x):
+        raise ValueError(f"ys_by_seed has {Y.shape[1]} columns for {len(x)} points")
+    if len(x) < 2 or np.any(x <= 0):
+        raise ValueError("need at least 2 points with x > 0")
+    m = Y.mean(axis=0)
+    if np.any(~np.isfinite(m)) or np.any(m <= 0):
+        raise ValueError("every mean over seeds must be positive and finite to fit a power law")
+    lx = np.log(x)
+    est = float(np.polyfit(lx, np.log(m), 1)[0])
+    rng = np.random.default_rng(seed)
+    n_s, n_p = Y.shape
+    bs = []
+    while len(bs) < boot:
+        rows = rng.integers(0, n_s, n_s)
+        cols = rng.integers(0, n_p, n_p)
+        if len(np.unique(cols)) < 2:
+            continue
+        mm = Y[np.ix_(rows, cols)].mean(axis=0)
+        if np.any(mm <= 0):
+            bs.append(math.nan)  # a resampled mean that is not positive: no power law in this replicate
+            continue
+        bs.append(float(np.polyfit(lx[cols], np.log(mm), 1)[0]))
+    bs = np.array(bs)
+    fin = bs[np.isfinite(bs)]
+    lo, hi = (np.percentile(fin, [2.5, 97.5]) if len(fin) else (math.nan, math.nan))
+    return est, float(lo), float(hi)
