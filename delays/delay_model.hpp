@@ -9,6 +9,7 @@
 #include <climits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stale {
@@ -31,6 +32,10 @@ class DelayModel {
   virtual double steady_state_mean() const = 0;
   // number of updates the model has delays for (a replayed table ends; draws do not)
   virtual int64_t horizon() const { return INT64_MAX; }
+  // what a run of `updates` updates should record about the model beyond its name: integer
+  // attributes of the run file's /theory (a replayed table: its rows, whether it repeats, how
+  // many of its entries were capped at k). Most models have none.
+  virtual std::vector<std::pair<std::string, int64_t>> run_attributes(int64_t /*updates*/) const { return {}; }
   // the largest delay of updates 0..updates−1 over `blocks` blocks: what a run of that length
   // actually reads, the δ of its bound (docs/theory.md §3). ≤ bound(): below it when the run
   // is shorter than the ramp min(δ, k) or its draws never reach δ. Scans from the last update
