@@ -50,10 +50,14 @@ std::unique_ptr<DelayModel> make_constant_delay(int64_t delta);
 std::unique_ptr<DelayModel> make_uniform_delay(int64_t delta, uint64_t seed);
 // geometric P(D = j) ∝ (1 − p)^j p with p = 1/(1 + mean), truncated to {0, …, min(δ, k)}
 std::unique_ptr<DelayModel> make_geometric_delay(double mean, int64_t delta, uint64_t seed);
-// replay a K × S table (CSV rows, or /delays of a run or schedule .h5 file)
-std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages);
-// a table held in memory, row-major K × S (e.g. a simulated schedule's delays)
-std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin);
+// replay a P × S table (CSV rows, or /delays of a run or schedule .h5 file): update k reads
+// row k (repeat = false: the table ends after P updates) or row k mod P (repeat = true: a
+// periodic pattern), each entry capped at k like the built-in models (min(d, k): an update
+// cannot read before w_0)
+std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages, bool repeat = false);
+// a table held in memory, row-major P × S (e.g. a simulated schedule's delays)
+std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin,
+                                             bool repeat = false);
 
 // What a delay model's factory may read: the config, the run's blocks and length, and — for
 // delay.name = "schedule" — the exact delay table of the schedule rpd replays.
