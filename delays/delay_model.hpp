@@ -9,6 +9,7 @@
 #include <climits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stale {
@@ -31,6 +32,10 @@ class DelayModel {
   virtual double steady_state_mean() const = 0;
   // number of updates the model has delays for (a replayed table ends; draws do not)
   virtual int64_t horizon() const { return INT64_MAX; }
+  // what a run of `updates` updates should record about the model beyond its name: integer
+  // attributes of the run file's /theory (a replayed table: its rows, whether it repeats, how
+  // many of its entries were capped at k). Most models have none.
+  virtual std::vector<std::pair<std::string, int64_t>> run_attributes(int64_t /*updates*/) const { return {}; }
   // the largest delay of updates 0..updates−1 over `blocks` blocks: what a run of that length
   // actually reads, the δ of its bound (docs/theory.md §3). ≤ bound(): below it when the run
   // is shorter than the ramp min(δ, k) or its draws never reach δ. Scans from the last update
@@ -45,10 +50,14 @@ std::unique_ptr<DelayModel> make_constant_delay(int64_t delta);
 std::unique_ptr<DelayModel> make_uniform_delay(int64_t delta, uint64_t seed);
 // geometric P(D = j) ∝ (1 − p)^j p with p = 1/(1 + mean), truncated to {0, …, min(δ, k)}
 std::unique_ptr<DelayModel> make_geometric_delay(double mean, int64_t delta, uint64_t seed);
-// replay a K × S table (CSV rows, or /delays of a run or schedule .h5 file)
-std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages);
-// a table held in memory, row-major K × S (e.g. a simulated schedule's delays)
-std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin);
+// replay a P × S table (CSV rows, or /delays of a run or schedule .h5 file): update k reads
+// row k (repeat = false: the table ends after P updates) or row k mod P (repeat = true: a
+// periodic pattern), each entry capped at k like the built-in models (min(d, k): an update
+// cannot read before w_0)
+std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages, bool repeat = false);
+// a table held in memory, row-major P × S (e.g. a simulated schedule's delays)
+std::unique_ptr<DelayModel> make_table_delay(std::vector<int64_t> table, int64_t rows, int cols, const std::string& origin,
+                                             bool repeat = false);
 
 // What a delay model's factory may read: the config, the run's blocks and length, and — for
 // delay.name = "schedule" — the exact delay table of the schedule rpd replays.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "objectives/objective.hpp"
@@ -33,6 +34,8 @@ struct RunPlan {
   int64_t delay_max_steady = 0;   // the steady-state maximum (schedules: the paper's S² − S/2), reports
   double delay_mean_steady = 0;   // the steady-state mean delay, reports
   std::string delay_name = "zero";
+  // what the delay model records beyond its name (DelayModel::run_attributes): /theory attributes
+  std::vector<std::pair<std::string, int64_t>> delay_attributes;
   // schedule-driven methods and rpd over a schedule: the planned schedule and its simulation
   std::shared_ptr<const Schedule> schedule;
   std::shared_ptr<const SimResult> simulation;

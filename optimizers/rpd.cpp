@@ -98,16 +98,22 @@ class Rpd final : public Method {
     pl.delay_max_steady = delays_->bound();
     pl.delay_mean_steady = delays_->steady_state_mean();
     pl.delay_name = delays_->name();
+    pl.delay_attributes = delays_->run_attributes(p_.updates);
     pl.schedule = order_.schedule;
     pl.simulation = order_.simulation;
     if (!order_.times.empty()) pl.note = "method.time_budget: the updates the schedule fits into the budget";
     return pl;
   }
 
+  // the window the version store keeps: no read of a K-update run reaches back more than K
+  // updates, whatever the model's bound (a repeated delay table's largest entry can be any
+  // size); the same store as delay.max's for every run whose bound is below K
+  int64_t store_bound(const RunPlan& plan) const { return std::min(delays_->bound(), plan.updates); }
+
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const auto& P = f.blocks();
     const int S = f.stages();
-    LoopState st(f, p_, w, delays_->bound());
+    LoopState st(f, p_, w, store_bound(plan));
     const bool follow = !order_.stages.empty();
     STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
     std::vector<int64_t> d(S);
@@ -168,7 +174,7 @@ class Rpd final : public Method {
     Vec w0(P.dim() * Pc);
     for (int s = 0; s < S; ++s)
       for (int p = 0; p < Pc; ++p) w0.segment(wide.offset(s) + p * P.size(s), P.size(s)) = P.block(w[p], s);
-    VersionStore store(wide, w0, delays_->bound());
+    VersionStore store(wide, w0, store_bound(plan));
     auto column_of = [&](auto&& wide_block, int s, Index p) { return wide_block.segment(p * P.size(s), P.size(s)); };
     std::vector<Vec> current(w.begin(), w.end());  // each column's iterate, for its observer
     StageSampler stages(S, p_.seed);

@@ -145,6 +145,7 @@ nb::dict theory_dict(const TheoryConstants& t) {
   d["f_star_is_lower_bound"] = t.f_star_is_lower_bound;
   d["delta"] = t.delta;
   d["delay_model"] = t.delay_model;
+  for (const auto& [name, value] : t.delay_attributes) d[name.c_str()] = value;
   d["delta_steady"] = t.delta_steady;
   d["delay_mean_steady"] = t.delay_mean_steady;
   d["G"] = t.G;

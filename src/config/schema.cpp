@@ -107,7 +107,10 @@ const std::vector<KeySpec>& config_schema() {
           {"zero", "constant", "uniform", "geometric", "table", "schedule"}),
       Int("delay.max", 0, "delay bound δ (constant: the delay; uniform: draws from {0..min(δ,k)}; geometric: truncation)", 0, 1e12),
       Float("delay.mean", 1.0, "geometric: mean of the (untruncated) geometric delay", 0.0),
-      Str("delay.path", "", "table: a CSV (K rows × S columns) or a run/schedule .h5 file with /delays"),
+      Str("delay.path", "", "table: a CSV (one row per update, one column per block; README \"Delay tables\") or a run/schedule .h5 file with /delays"),
+      Bool("delay.table_repeat", false,
+           "table: repeat the table's P rows periodically (update k reads row k mod P, capped at k); false = the table "
+           "needs a row for every update"),
       Str("delay.schedule", "pipedream",
           "schedule: the pipeline schedule whose exact delay table RPD replays (simulated with method.* and [costs])",
           {"naive", "gpipe", "1f1b-flush", "pipedream", "paci", "2bw", "interleaved", "zb-h1", "localsgd"}),

@@ -415,6 +415,7 @@ void RunFile::write_theory(const TheoryConstants& t) {
   if (t.f_star_is_lower_bound) h5::write_attr(g.id(), "f_star_is_lower_bound", int64_t{1});  // as in /objective
   h5::write_attr(g.id(), "delta", t.delta);
   h5::write_attr(g.id(), "delay_model", t.delay_model);
+  for (const auto& [name, value] : t.delay_attributes) h5::write_attr(g.id(), name, value);
   h5::write_attr(g.id(), "delta_steady", t.delta_steady);
   h5::write_attr(g.id(), "delay_mean_steady", t.delay_mean_steady);
   h5::write_attr(g.id(), "G", t.G);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/delay_row.hpp"
@@ -25,6 +26,7 @@ struct TheoryConstants {
   bool L_exact = false;
   bool f_star_is_lower_bound = false;  // f_star is f_low (a nonconvex objective); Δ₀ = f(w₀) − f_low
   std::string f_star_method, delay_model;
+  std::vector<std::pair<std::string, int64_t>> delay_attributes;  // the delay model's own record (a table's capping)
   // δ (above) is the whole run's largest delay, the bound's; these are the steady state's
   double delta_steady = 0, delay_mean_steady = 0;
   int64_t updates_planned = 0;   // K of the run's plan (updates = what it did: fewer if it diverged)

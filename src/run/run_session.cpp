@@ -133,6 +133,7 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
   // δ planned, or measured along the run when a coupled timeline made the delays
   t.delta = static_cast<double>(plan_.bound_delay(report.delay_moments.max_overall()));
   t.delay_model = plan_.delay_name;
+  t.delay_attributes = plan_.delay_attributes;
   t.delta_steady = static_cast<double>(plan_.delay_max_steady);
   t.delay_mean_steady = plan_.delay_mean_steady;
   t.updates_planned = plan_.updates;

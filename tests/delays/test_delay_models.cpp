@@ -2,10 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "delays/delay_model.hpp"
-#include "src/io/h5.hpp"
 #include "tests/test_util.hpp"
 
 TEST_SUITE_BEGIN("delays");
@@ -82,28 +80,6 @@ TEST_CASE("DelayModelsArePureFunctionsOfSeedUpdateAndBlock") {
     differ += a->delay(k, 3) != c->delay(k, 3);
   }
   CHECK(differ > 300);
-}
-
-TEST_CASE("TableDelayReplaysCsvAndHdf5AndRejectsImpossibleRows") {
-  const auto dir = test::temp_dir("table");
-  test::write_file(dir / "d.csv", "b0,b1\n0,0\n1,0\n2,1\n1,3\n");
-  auto t = make_table_delay((dir / "d.csv").string(), 2);
-  CHECK(t->horizon() == 4);
-  CHECK(t->delay(3, 1) == 3);
-  CHECK(t->bound() == 3);
-  CHECK_THROWS_AS(make_table_delay((dir / "d.csv").string(), 3), UserError);  // column count
-
-  test::write_file(dir / "bad.csv", "0,0\n2,0\n");  // delay 2 at k = 1 reaches before w_0
-  CHECK_THROWS_WITH_AS(make_table_delay((dir / "bad.csv").string(), 2), doctest::Contains("row 1"), UserError);
-
-  {
-    auto f = h5::create_file((dir / "d.h5").string());
-    const int64_t tab[] = {0, 0, 1, 1, 2, 0};
-    h5::write_matrix(f.id(), "delays", tab, 3, 2);
-  }
-  auto h = make_table_delay((dir / "d.h5").string(), 2);
-  CHECK(h->delay(2, 0) == 2);
-  CHECK(h->horizon() == 3);
 }
 
 TEST_CASE("DelaysOfAllBlocksAtOnceEqualTheBlockByBlockDelays") {
