@@ -128,6 +128,13 @@ std::vector<int64_t> read_csv(const std::string& path, int64_t& rows, int& cols)
   bool first = true;
   while (std::getline(in, line)) {
     ++lineno;
+    // Excel's "CSV UTF-8" starts with a byte-order mark: without stripping it the first row
+    // reads as neither a header nor a delay row
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    // a NUL is never text: a binary file, or UTF-16 ("Unicode text") whose every other byte is 0
+    if (line.find('\0') != std::string::npos)
+      throw UserError(path + ":" + std::to_string(lineno) +
+                      ": contains a NUL byte (a binary file, or UTF-16 text: save it as CSV UTF-8)" + valid);
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     std::vector<std::string> cells;
@@ -187,6 +194,10 @@ std::unique_ptr<DelayModel> make_table_delay(const std::string& path, int stages
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UserError("config: delay.path = \"" + path + "\": is a directory; give a .csv or .h5 file");
+  // a device or pipe (/dev/zero) has no end: its one endless "line" would grow without bound
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw UserError("config: delay.path = \"" + path + "\": not a regular file (a device, pipe or socket may never end); "
+                    "give a .csv or .h5 file");
   std::vector<int64_t> t;
   int64_t rows = 0;
   int cols = 0;

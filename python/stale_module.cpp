@@ -78,7 +78,7 @@ nb::object to_numpy(const std::vector<T>& v) {
 // the config a Python call describes: a file (path) or TOML text, then the overrides
 Config make_config(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
   Config cfg = path.empty() ? Config::from_string(text, "") : Config::from_file(path);
-  for (const auto& o : overrides) cfg.apply_override(o);
+  cfg.apply_overrides(overrides);
   return cfg;
 }
 

@@ -170,12 +170,26 @@ LinearData load_libsvm(const std::string& path, Index dim, bool binary_labels, D
   return data;
 }
 
+namespace {
+// a device, pipe or socket (/dev/zero, /dev/stdin) has no size and may never end: refused
+// before a reader grows a line or a corpus without bound (a directory keeps its own message)
+const std::string& data_file(const std::string& path, const std::string& key) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!ec && st.type() != fs::file_type::regular && st.type() != fs::file_type::directory)
+    throw UserError("config: " + key + " = \"" + path + "\": not a regular file (a device, pipe or socket may never "
+                    "end); valid: a data file on disk");
+  return path;
+}
+}  // namespace
+
 std::string resolve_data_file(const std::string& file, const std::string& data_dir, const std::string& key) {
   namespace fs = std::filesystem;
   if (file.empty()) throw UserError("config: " + key + " is empty; name a LIBSVM file, e.g. w7a.libsvm or phishing.libsvm");
   if (fs::path(file).is_absolute()) {
     if (!fs::exists(file)) throw UserError("config: " + key + " = \"" + file + "\": file not found");
-    return file;
+    return data_file(file, key);
   }
   std::vector<std::string> dirs;
   if (!data_dir.empty()) dirs.push_back(data_dir);
@@ -185,7 +199,7 @@ std::string resolve_data_file(const std::string& file, const std::string& data_d
   dirs.push_back(".");
   for (const auto& d : dirs) {
     const fs::path p = fs::path(d) / file;
-    if (fs::exists(p)) return p.string();
+    if (fs::exists(p)) return data_file(p.string(), key);
   }
   std::string tried;
   for (const auto& d : dirs) tried += (tried.empty() ? "" : ", ") + d;

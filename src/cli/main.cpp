@@ -81,7 +81,7 @@ int cmd_run(const std::string& config_path, const std::vector<std::string>& over
   } else {
     if (config_path.empty()) throw UserError("stale run needs a config file (or --resume RUN.h5.partial)");
     cfg = Config::from_file(config_path);
-    for (const auto& ov : overrides) cfg.apply_override(ov);
+    cfg.apply_overrides(overrides);
     if (drop_unread) {
       std::string dropped;
       for (const auto& key : drop_unread_keys(cfg)) dropped += (dropped.empty() ? "" : ", ") + key;

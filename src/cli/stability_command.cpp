@@ -55,7 +55,7 @@ void add_stability_command(CLI::App& app) {
 int run_stability_command() {
   const StabilityCommand& c = command();
   Config cfg = Config::from_file(c.config);
-  for (const auto& o : c.overrides) cfg.apply_override(o);
+  cfg.apply_overrides(c.overrides);
   check_stability_objective(cfg);
   RadiusOptions ro;
   ro.solver = parse_radius_solver(c.solver);

@@ -62,7 +62,7 @@ std::string range_text(const KeySpec& s) {
   if (s.min) {
     r = (s.min_exclusive ? "> " : ">= ") + number_text(*s.min);
   }
-  if (s.max) r += (r.empty() ? "" : " and ") + ("<= " + number_text(*s.max));
+  if (s.max) r += (r.empty() ? "" : " and ") + ((s.max_exclusive ? "< " : "<= ") + number_text(*s.max));
   return r;
 }
 
@@ -86,7 +86,7 @@ std::string number_text(double x) {
 
 void check_number(const KeySpec& s, double x, const std::string& origin) {
   const bool low = s.min && (s.min_exclusive ? x <= *s.min : x < *s.min);
-  const bool high = s.max && x > *s.max;
+  const bool high = s.max && (s.max_exclusive ? x >= *s.max : x > *s.max);
   if (low || high || !std::isfinite(x)) {
     throw UserError(origin + ": " + s.key + " = " + number_text(x) + " is out of range; valid: " + range_text(s));
   }
@@ -155,6 +155,10 @@ ConfigValue convert(const KeySpec& s, const toml::node& node, const std::string&
       if (!str && tristate && node.as_boolean()) return std::string(node.as_boolean()->get() ? "true" : "false");
       if (!str) throw wrong(describe(node));
       const std::string v = str->get();
+      // a NUL ends the string where the C library reads it: log.out = "a\u0000b.h5" would write "a"
+      if (v.find('\0') != std::string::npos)
+        throw UserError(origin + ": " + s.key + " = \"" + one_line(v) + "\" contains a NUL byte (\\x00); valid: text "
+                        "without NUL; remove the \\u0000 escape");
       const auto choices = choices_of(s);
       if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end())
         throw UserError(origin + ": " + s.key + " = \"" + v + "\" is not valid; choose one of: " + join(choices, ", "));
@@ -310,6 +314,17 @@ Config Config::from_string(const std::string& text, const std::string& origin) {
   }
   std::vector<std::pair<std::string, const toml::node*>> flat;
   flatten(tbl, "", flat);
+  // A quoted key with a dot ("method.lr" = 0.1, as sweep files write their axes) names the
+  // dotted key; TOML sees it as another key than lr under [method], so both may stand in one
+  // file, and the later would win silently: refused.
+  std::map<std::string, const toml::node*> seen;
+  for (const auto& [key, node] : flat) {
+    const auto [it, fresh] = seen.emplace(key, node);
+    if (!fresh)
+      throw UserError(origin + ":" + std::to_string(node->source().begin.line) + ": " + key + " is given twice (line " +
+                      std::to_string(it->second->source().begin.line) +
+                      " and here: a quoted \"section.key\" names the same key as key under [section]); give it once");
+  }
   for (const auto& [key, node] : flat) {
     const KeySpec* spec = find_key(key);
     if (!spec) unknown_key(key, origin);
@@ -319,16 +334,26 @@ Config Config::from_string(const std::string& text, const std::string& origin) {
   return c;
 }
 
+std::string read_config_text(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(path + ": cannot open " + what + " (does it exist?)");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxConfigBytes)
+      throw UserError(path + ": more than " + std::to_string(kMaxConfigBytes >> 20) + " MiB read, and a " + what +
+                      " is a few KiB; valid: a TOML text file (not a device, a data file or a pipe that never ends)");
+  }
+  return text;
+}
+
 Config Config::from_file(const std::string& path) {
   std::error_code ec;
   // an ifstream opens a directory on Linux and reads nothing: that would run the defaults
   if (std::filesystem::is_directory(path, ec))
     throw UserError(path + ": is a directory; give a TOML config file, e.g. experiments/quickstart.toml");
-  std::ifstream in(path);
-  if (!in) throw UserError(path + ": cannot open config file (does it exist?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return from_string(ss.str(), path);
+  return from_string(read_config_text(path, "config file"), path);
 }
 
 void Config::apply_override(const std::string& assignment) {
@@ -357,6 +382,19 @@ void Config::apply_override(const std::string& assignment) {
   }
   values_[key] = convert(*spec, *tbl.get("v"), origin);
   explicit_[key] = true;
+}
+
+void Config::apply_overrides(const std::vector<std::string>& assignments) {
+  std::map<std::string, std::string> given;  // key → the assignment that set it
+  for (const auto& a : assignments) {
+    const bool unset = !a.empty() && a[0] == '~' && a.find('=') == std::string::npos;
+    const std::string key = unset ? a.substr(1) : a.substr(0, a.find('='));
+    const auto [it, fresh] = given.emplace(key, a);
+    if (!fresh && !key.empty())
+      throw UserError("override '" + a + "': " + key + " is already given as '" + it->second +
+                      "' among the overrides (the last would win silently); give each key once");
+    apply_override(a);
+  }
 }
 
 void Config::reset(const std::string& key) {

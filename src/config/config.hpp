@@ -24,6 +24,7 @@ struct KeySpec {
   std::optional<double> min = {};         // numeric keys (each element for lists)
   std::optional<double> max = {};
   bool min_exclusive = false;
+  bool max_exclusive = false;  // AdamW's β < 1: at β = 1 the moment never moves and the step divides by zero
   bool scalar_or_list = false;  // FloatList/IntList that also accept a single number
 };
 
@@ -41,16 +42,28 @@ const KeySpec& require_key(const std::string& key, const std::string& origin);
 std::string type_name(const KeySpec& spec);
 std::string value_to_string(const ConfigValue& v);
 
+// A config or sweep file is a few KiB; more than this is the wrong file.
+inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;
+
+// The whole text of a config or sweep file, refused past kMaxConfigBytes (read in pieces, so
+// /dev/zero stops there) or when it cannot be opened; `what` names it in the message.
+std::string read_config_text(const std::string& path, const std::string& what);
+
 class Config {
  public:
   // defaults only
   Config();
+  // at most kMaxConfigBytes are read: a device or pipe that never ends (stale run /dev/zero)
+  // is refused instead of read forever
   static Config from_file(const std::string& path);
   static Config from_string(const std::string& toml_text, const std::string& origin);
 
   // "objective.dim=256"; the value is parsed as TOML, bare words as strings. "~key" unsets the
   // key (its default, as if never given)
   void apply_override(const std::string& assignment);
+  // a command line's (or a Python call's) overrides, in order; a key given twice is refused
+  // (the last would win silently), ~key counting as giving it
+  void apply_overrides(const std::vector<std::string>& assignments);
   void set(const std::string& key, const ConfigValue& value, const std::string& origin);
 
   int64_t get_int(const std::string& key) const;

@@ -16,6 +16,12 @@ KeySpec Float(std::string k, double d, std::string m, std::optional<double> lo =
   s.min_exclusive = lo_exclusive;
   return s;
 }
+// [lo, hi): a bound the value must stay below
+KeySpec FloatBelow(std::string k, double d, std::string m, double lo, double hi) {
+  KeySpec s = Float(std::move(k), d, std::move(m), lo, false, hi);
+  s.max_exclusive = true;
+  return s;
+}
 KeySpec Str(std::string k, std::string d, std::string m, std::vector<std::string> choices = {}) {
   KeySpec s{std::move(k), KeyType::String, std::move(d), std::move(m)};
   s.choices = std::move(choices);
@@ -94,8 +100,8 @@ const std::vector<KeySpec>& config_schema() {
       Int("method.chunks", 0, "interleaved: model chunks v per device (0 = 2); objective.stages counts chunks", 0, 2147483647.0),
       Str("method.optimizer", "sgd", "per-block update rule", {"sgd", "momentum", "adamw"}),
       Float("method.momentum", 0.9, "momentum: β of the heavy-ball velocity", 0.0, false, 1.0),
-      Float("method.beta1", 0.9, "adamw: β₁", 0.0, false, 1.0),
-      Float("method.beta2", 0.999, "adamw: β₂", 0.0, false, 1.0),
+      FloatBelow("method.beta1", 0.9, "adamw: β₁", 0.0, 1.0),
+      FloatBelow("method.beta2", 0.999, "adamw: β₂", 0.0, 1.0),
       Float("method.eps", 1e-8, "adamw: ε", 0.0, true),
       Float("method.weight_decay", 0.0, "adamw: decoupled weight decay λ", 0.0),
       Str("method.lr_schedule", "constant", "learning-rate schedule over block updates", {"constant", "cosine"}),

@@ -582,6 +582,13 @@ std::vector<double> read_matrix_double(hid_t p, const std::string& n, hsize_t& r
   return v;
 }
 
+H5T_class_t dataset_class(hid_t p, const std::string& n) {
+  const Lock lock;
+  Handle dset = open_dataset(p, n);
+  Handle type(H5Dget_type(dset.id()), H5Tclose, "H5Dget_type");
+  return H5Tget_class(type.id());
+}
+
 std::vector<double> read_array_double(hid_t p, const std::string& n, std::vector<hsize_t>& dims) {
   const Lock lock;
   {

@@ -92,6 +92,9 @@ std::vector<double> read_vector_double(hid_t parent, const std::string& name);
 std::vector<int64_t> read_vector_int(hid_t parent, const std::string& name);
 // 2-D dataset → row-major values and its shape
 std::vector<int64_t> read_matrix_int(hid_t parent, const std::string& name, hsize_t& rows, hsize_t& cols);
+// the stored type's class (H5T_INTEGER, H5T_FLOAT, …): HDF5 converts floats to integers on a
+// read, truncating 1.7 to 1 without a word, so a reader that wants integers checks first
+H5T_class_t dataset_class(hid_t parent, const std::string& name);
 std::vector<double> read_matrix_double(hid_t parent, const std::string& name, hsize_t& rows, hsize_t& cols);
 // a dataset of any rank and numeric type, converted to double, row-major, with its shape
 // (a non-numeric dataset is a UserError naming it)

@@ -1,8 +1,11 @@
 #include "src/run/config_rules.hpp"
 
+#include <filesystem>
 #include <set>
 
 #include "delays/delay_registry.hpp"
+#include "objectives/data/data_file.hpp"
+#include "objectives/data/libsvm.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/core/error.hpp"
@@ -164,6 +167,34 @@ void check_unread_keys(const Config& cfg) {
     msg += (i ? "; " : "") + unread[i].first + " — " + why;
   }
   throw UserError("config: " + msg + fix);
+}
+
+void check_key_relations(const Config& cfg) {
+  // a cosine schedule from lr down to lr_min: lr_min above lr would raise the rate as it "decays"
+  if (cfg.get_string("method.lr_schedule") == "cosine" && cfg.get_float("method.lr_min") > cfg.get_float("method.lr"))
+    config_error("method.lr_min", cfg.value_text("method.lr_min") + " is above method.lr = " + cfg.value_text("method.lr") +
+                                      "; valid: 0 <= method.lr_min <= method.lr (the cosine schedule decays from lr to lr_min)");
+}
+
+void check_input_files(const Config& cfg) {
+  // after check_unread_keys, a key set away from its default is one the run reads
+  const std::string& data = cfg.get_string("objective.data");
+  if (!data.empty()) {
+    std::vector<std::string> parts{data};
+    if (data_file_format(data) == "npy") {
+      parts.clear();
+      for (size_t a = 0, b; a <= data.size(); a = b + 1) {
+        b = std::min(data.find(',', a), data.size());
+        parts.push_back(data.substr(a, b - a));
+      }
+    }
+    for (const auto& p : parts)
+      if (!p.empty()) resolve_data_file(p, cfg.get_string("objective.data_dir"));
+  }
+  const std::string& table = cfg.get_string("delay.path");
+  std::error_code ec;
+  if (!table.empty() && !std::filesystem::exists(table, ec))
+    config_error("delay.path", "\"" + table + "\": file not found (relative paths are looked up from the working directory)");
 }
 
 std::vector<std::string> drop_unread_keys(Config& cfg) {

@@ -21,4 +21,12 @@ void check_unread_keys(const Config& cfg);
 // unread = "drop"); returns the keys dropped
 std::vector<std::string> drop_unread_keys(Config& cfg);
 
+// Rules between keys that the schema's per-key ranges cannot say (method.lr_min <= method.lr
+// under the cosine schedule); throws UserError naming the key, before anything is computed.
+void check_key_relations(const Config& cfg);
+
+// The files the run reads (objective.data, each part of "X.npy,y.npy", delay.path) exist and
+// are files: a sweep checks every grid point before its first run.
+void check_input_files(const Config& cfg);
+
 }  // namespace stale

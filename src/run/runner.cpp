@@ -63,6 +63,20 @@ std::string default_run_path(const Config& cfg) {
   return "runs/" + stem + ".h5";
 }
 
+void check_run_path(const std::string& path, const std::string& source) {
+  namespace fs = std::filesystem;
+  // a run is one file, renamed into place when it finishes: a folder found there only then
+  // would cost the whole run
+  std::error_code ec;
+  const bool folder_syntax = !path.empty() && (path.back() == '/' || fs::path(path).filename() == "." ||
+                                               fs::path(path).filename() == "..");
+  if (path.empty() || folder_syntax || fs::is_directory(path, ec)) {
+    const fs::path example = fs::path(path.empty() ? "runs" : path) / "run.h5";
+    throw UserError(source + " \"" + path + "\" names a folder; a run is written to one file: give a file path such as " +
+                    example.lexically_normal().string());
+  }
+}
+
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective, bool overwrite) {
   RunOptions o;
@@ -124,6 +138,8 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   const std::string path = !options.resume_from.empty()
                                ? partial_target(options.resume_from)
                                : (out_path.empty() ? default_run_path(given_cfg) : out_path);
+  if (options.resume_from.empty())
+    check_run_path(path, out_path.empty() ? (given_cfg.get_string("log.out").empty() ? "the run path" : "log.out") : "--out");
   const WriteLock lock(path, "run");
   // what is at path.partial: the run a resume continues, or what a fresh run would replace
   PartialRun partial;
@@ -163,6 +179,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   const Config& cfg = resuming ? resumed_cfg : given_cfg;
   try {
     if (!resuming) check_unread_keys(cfg);  // nothing the user set is silently ignored
+    check_key_relations(cfg);
     check_resources(cfg, path);  // memory and disk, before anything is allocated or created
     std::shared_ptr<const Objective> f =
         options.objective ? options.objective : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
@@ -209,6 +226,7 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
     try {
       const Config& cfg = columns[i].config;
       check_unread_keys(cfg);
+      check_key_relations(cfg);
       check_resources(cfg, columns[i].path);
       if (!f) f = make_objective(cfg, resolve_backend(cfg.get_string("backend")));
       auto method = make_method(cfg, *f);

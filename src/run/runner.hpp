@@ -35,6 +35,9 @@ struct RunResult {
 std::string run_summary_line(const RunResult& r);
 
 std::string default_run_path(const Config& cfg);
+// Refuses a run path that names a folder (an existing one, or one ending in '/'), before any
+// computing; `source` says where it came from ("--out", "log.out") for the one-line error.
+void check_run_path(const std::string& path, const std::string& source);
 // RUN.h5 for RUN.h5.partial (and for RUN.h5 itself)
 std::string partial_target(const std::string& partial_path);
 // `objective`: the objective the config describes, when the caller already built it (an

@@ -8,12 +8,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "objectives/objective_factory.hpp"
@@ -25,6 +28,7 @@
 #include "src/io/write_lock.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/run/checkpoint.hpp"
+#include "src/run/config_rules.hpp"
 #include "src/run/interrupt.hpp"
 #include "src/run/process_pool.hpp"
 #include "src/run/runner.hpp"
@@ -124,6 +128,26 @@ std::string ensemble_key(const Config& cfg) {
   return k;
 }
 
+// The sweep folder and its runs/, configs/, logs/ are folders this process may write into,
+// checked before the first run: found only at the first write, a file in their place was an
+// internal error (exit 3), and a read-only folder failed every run one by one.
+void check_sweep_folder(const fs::path& dir) {
+  const std::string fix = "; valid: a writable folder, or one it may create; choose another with --out";
+  std::error_code ec;
+  for (const fs::path& p : {dir, dir / "runs", dir / "configs", dir / "logs"}) {
+    const auto st = fs::status(p, ec);
+    if (fs::exists(st) && !fs::is_directory(st))
+      throw UserError("sweep folder " + dir.string() + ": " + (p == dir ? "is a file, not a folder" : p.string() + " is a file, not a folder") + fix);
+  }
+  // the nearest folder that exists is where this sweep creates or writes its files
+  fs::path existing = dir;
+  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (access(existing.c_str(), W_OK | X_OK) != 0)
+    throw UserError("sweep folder " + dir.string() + ": " + existing.string() + " is not writable (" +
+                    std::strerror(errno) + ")" + fix);
+}
+
 }  // namespace
 
 std::vector<std::vector<const SweepRun*>> ensemble_groups(const Sweep& sweep, int max_columns) {
@@ -173,6 +197,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   // the runs written here share their schedules' tables: filtered once, copied after
   const h5::ReuseFilteredChunks reuse;
   const fs::path dir = opt.out_dir.empty() ? fs::path("sweeps") / fs::path(sweep.path).stem() : fs::path(opt.out_dir);
+  check_sweep_folder(dir);
   sum.total = static_cast<int64_t>(sweep.runs.size());
   // grid points that resolve to the same run (a literal duplicate, keys a point does not read
   // with unread = "drop", an axis over log.out or log.progress) are one run: it runs once, and
@@ -215,6 +240,21 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
       }
     }
     if (missing) items.push_back(group);
+  }
+  // the files the runs to do read, before any of them runs: a missing data file fails the
+  // sweep in one line, not each run at its start (--index-only runs nothing and reads no data)
+  if (!opt.index_only) {
+    std::set<std::string> checked;  // "objective.data|data_dir|delay.path" already found
+    for (const auto* r : todo) {
+      const std::string k = r->config.value_text("objective.data") + "|" + r->config.value_text("objective.data_dir") +
+                            "|" + r->config.value_text("delay.path");
+      if (!checked.insert(k).second) continue;
+      try {
+        check_input_files(r->config);
+      } catch (const UserError& e) {
+        throw UserError(sweep.path + ": grid position " + std::to_string(r->position) + ": " + e.what());
+      }
+    }
   }
   if (opt.dry_run) {
     std::printf("%lld runs in the grid (%lld of its points the same run as an earlier point), %lld in shard %d/%d, "

@@ -83,11 +83,10 @@ std::string config_hash(const Config& cfg) {
 }
 
 Sweep load_sweep(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) throw UserError(path + ": cannot open sweep file");
+  const std::string text = read_config_text(path, "sweep file");
   toml::table tbl;
   try {
-    tbl = toml::parse(in, path);
+    tbl = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     std::ostringstream os;
     os << path << ":" << e.source().begin.line << ": TOML syntax error: " << e.description();
@@ -157,6 +156,17 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   }
   for (const auto& a : sw.axes)
     if (std::count(sw.axes.begin(), sw.axes.end(), a) > 1) throw UserError(path + ": key '" + a + "' appears twice");
+  // a key fixed in [set] and varied by an axis: the axis would win at every point, and [set]
+  // would be silently ignored
+  for (size_t i = 0; i < set.size(); ++i) {
+    const std::string& key = set[i].first;
+    for (size_t j = 0; j < i; ++j)
+      if (set[j].first == key) throw UserError(path + ": [set] " + key + " is given twice; give it once");
+    if (std::find(sw.axes.begin(), sw.axes.end(), key) != sw.axes.end())
+      throw UserError(path + ": [set] " + key + " is also an axis (" +
+                      (std::any_of(grid.begin(), grid.end(), [&](const auto& g) { return g.first == key; }) ? "[grid]" : "[zip]") +
+                      "), which would override it at every point; keep it in one of them");
+  }
 
   // the grid's size before anything is expanded, allocated or written: a typo such as a
   // 10^4-element list crossed with another is one line, not an hour of expansion
@@ -192,8 +202,8 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
     const std::string key = o.substr(0, o.find('='));
     if (std::find(sw.axes.begin(), sw.axes.end(), key) != sw.axes.end())
       throw UserError("override '" + o + "': " + key + " is an axis of " + path + "; shrink its list in the sweep file");
-    fixed.apply_override(o);
   }
+  fixed.apply_overrides(overrides);
 
   // odometer over the grid (last key fastest), then the zip index
   std::vector<size_t> idx(grid_values.size(), 0);
@@ -217,6 +227,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
         drop_unread_keys(r.config);
       try {
         check_unread_keys(r.config);  // a bad grid point fails the sweep before anything runs
+        check_key_relations(r.config);
       } catch (const UserError& e) {
         throw UserError(path + ": grid position " + std::to_string(r.position) + ": " + e.what());
       }
@@ -238,16 +249,15 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
 }
 
 void parse_shard(const std::string& text, int& index, int& count) {
+  // exactly two whole integers: std::stoi read "1/2/3" as 1/2 and " 1/2x" as 1/2
+  const auto whole = [](const std::string& t, int& v) {
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+  };
   const auto slash = text.find('/');
-  try {
-    if (slash == std::string::npos) throw std::invalid_argument("");
-    index = std::stoi(text.substr(0, slash));
-    count = std::stoi(text.substr(slash + 1));
-  } catch (const std::exception&) {
-    throw UserError("--shard " + text + ": expected i/N with 0 <= i < N, e.g. --shard 3/16");
-  }
-  if (count < 1 || index < 0 || index >= count)
-    throw UserError("--shard " + text + ": expected i/N with 0 <= i < N, e.g. --shard 3/16");
+  if (slash == std::string::npos || !whole(text.substr(0, slash), index) || !whole(text.substr(slash + 1), count) ||
+      count < 1 || index < 0 || index >= count)
+    throw UserError("--shard " + one_line(text) + ": expected i/N, two integers with 0 <= i < N, e.g. --shard 3/16");
 }
 
 }  // namespace stale

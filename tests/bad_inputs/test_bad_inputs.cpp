@@ -153,4 +153,37 @@ TEST_CASE("EveryBadInputExits2WithOneLineNamingItAndLeavesNoFile") {
   fs::remove_all(root);
 }
 
+// issue 34: a sweep folder that cannot take the sweep's files is refused before any run, in
+// one line and with exit 2 (a file named runs/ in it was an internal error, exit 3, found at the
+// first write; a read-only folder failed each run), and nothing in it changes
+TEST_CASE("ASweepFolderThatCannotTakeItsFilesIsRefusedBeforeAnyRun") {
+  const fs::path root = stale::test::temp_dir("bad-sweep-folder");
+  const std::string sweep = (kDir / "sweeps" / "shard_bad.toml").string();
+  {
+    const fs::path cwd = root / "runs_is_a_file";
+    fs::create_directories(cwd / "sw");
+    std::ofstream(cwd / "sw" / "runs") << "not a folder\n";
+    const Result r = run_in(cwd, {"sweep", sweep, "--out", "sw", "-q"});
+    INFO("stderr: " << r.err);
+    CHECK(r.rc == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.find("sw/runs is a file, not a folder") != std::string::npos);
+    std::vector<std::string> left;
+    for (const auto& e : fs::recursive_directory_iterator(cwd / "sw")) left.push_back(e.path().filename().string());
+    CHECK(left == std::vector<std::string>{"runs"});
+  }
+  if (geteuid() != 0) {  // root writes into a 0555 folder: the case is only meaningful for a user
+    const fs::path cwd = root / "read_only";
+    fs::create_directories(cwd / "ro");
+    fs::permissions(cwd / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    const Result r = run_in(cwd, {"sweep", sweep, "--out", "ro", "-q"});
+    fs::permissions(cwd / "ro", fs::perms::owner_all);
+    INFO("stderr: " << r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err.find("ro is not writable") != std::string::npos);
+    CHECK(fs::is_empty(cwd / "ro"));
+  }
+  fs::remove_all(root);
+}
+
 TEST_SUITE_END();

@@ -66,4 +66,38 @@ TEST_CASE("ResolvedConfigRoundTrips") {
   CHECK(back.get_int("objective.stages") == 4);
 }
 
+// issue 34: a quoted dotted key is the dotted key (as in sweep files' [grid] and [set]); the
+// same key spelled both ways would let the later one win silently, and is refused
+TEST_CASE("AQuotedDottedKeyNamesTheDottedKeyAndTwoSpellingsOfOneKeyAreRefused") {
+  const Config c = Config::from_string("\"method.lr\" = 0.5\n", "q.toml");
+  CHECK(c.get_float("method.lr") == 0.5);
+  CHECK(c.is_set("method.lr"));
+  CHECK_THROWS_WITH_AS(Config::from_string("\"method.lr\" = 0.5\n[method]\nlr = 0.1\n", "q.toml"),
+                       doctest::Contains("q.toml:3: method.lr is given twice (line 1"), UserError);
+}
+
+TEST_CASE("AKeyGivenTwiceAmongTheOverridesIsRefusedAndOnceIsApplied") {
+  Config c;
+  c.apply_overrides({"method.lr=0.1", "seed=3"});
+  CHECK(c.get_float("method.lr") == 0.1);
+  CHECK_THROWS_WITH_AS(c.apply_overrides({"method.lr=0.1", "method.lr=0.2"}),
+                       doctest::Contains("method.lr is already given as 'method.lr=0.1'"), UserError);
+  CHECK_THROWS_WITH_AS(c.apply_overrides({"~method.lr", "method.lr=0.2"}), doctest::Contains("already given"), UserError);
+}
+
+TEST_CASE("ANulInAStringValueIsRefusedNamingTheKey") {
+  CHECK_THROWS_WITH_AS(Config::from_string("[log]\nout = \"a\\u0000b.h5\"\n", "n.toml"),
+                       doctest::Contains("log.out = \"a\\x00b.h5\" contains a NUL byte"), UserError);
+}
+
+TEST_CASE("AdamWBetasMustStayBelowOne") {
+  CHECK(Config::from_string("[method]\nbeta1 = 0.999999\n", "b.toml").get_float("method.beta1") == 0.999999);
+  CHECK_THROWS_WITH_AS(Config::from_string("[method]\nbeta2 = 1.0\n", "b.toml"),
+                       doctest::Contains("method.beta2 = 1 is out of range; valid: >= 0 and < 1"), UserError);
+}
+
+TEST_CASE("AConfigFileIsReadUpToACapNotForever") {
+  CHECK_THROWS_WITH_AS(Config::from_file("/dev/zero"), doctest::Contains("/dev/zero: more than 16 MiB read"), UserError);
+}
+
 TEST_SUITE_END();

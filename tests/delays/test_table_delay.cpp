@@ -166,6 +166,13 @@ TEST_CASE("HeaderOnlyWhenEveryCellIsANameAndAHalfNumericFirstRowIsAnError") {
   // one header at most, and only first
   CHECK_THROWS_WITH_AS(load("two.csv", "a,b,c\na,b,c\n0,0,0\n"), doctest::Contains("two.csv:2:1:"), UserError);
   CHECK_THROWS_WITH_AS(load("semi.csv", "0;0;0\n"), doctest::Contains("separated by commas"), UserError);
+  // Excel's "CSV UTF-8" begins with a byte-order mark: the same table, its first row kept
+  const auto bom = load("bom.csv", "\xEF\xBB\xBF" "0,1,0\n1,0,1\n");
+  const auto plain = load("nobom.csv", "0,1,0\n1,0,1\n");
+  REQUIRE(bom->horizon() == 2);
+  for (int64_t k = 0; k < 2; ++k)
+    for (int b = 0; b < 3; ++b) CHECK(bom->delay(k, b) == plain->delay(k, b));
+  CHECK_THROWS_WITH_AS(load("nul.csv", std::string("0,0,0\n0,\0,0\n", 12)), doctest::Contains("NUL byte"), UserError);
 }
 
 TEST_CASE("ATooShortTableNamesDelayTableRepeat") {
