@@ -73,7 +73,7 @@ TEST_CASE("AQuotedDottedKeyNamesTheDottedKeyAndTwoSpellingsOfOneKeyAreRefused") 
   CHECK(c.get_float("method.lr") == 0.5);
   CHECK(c.is_set("method.lr"));
   CHECK_THROWS_WITH_AS(Config::from_string("\"method.lr\" = 0.5\n[method]\nlr = 0.1\n", "q.toml"),
-                       doctest::Contains("q.toml:3: method.lr is given twice (line 1"), UserError);
+                       doctest::Contains("q.toml:1: method.lr is given twice (line 3 and here"), UserError);
 }
 
 TEST_CASE("AKeyGivenTwiceAmongTheOverridesIsRefusedAndOnceIsApplied") {
