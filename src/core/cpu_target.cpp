@@ -8,7 +8,8 @@ std::string cpu_target_mismatch() {
   std::string missing;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  auto need = [&](bool has, const char* name) {
+  // unused on a generic build, which needs nothing beyond x86-64
+  [[maybe_unused]] auto need = [&](bool has, const char* name) {
     if (!has) missing += std::string(missing.empty() ? "" : ", ") + name;
   };
 #ifdef __AVX__
