@@ -406,12 +406,23 @@ class LinearTracker final : public IterateTracker {
     b.put_ints("counters", {changes_, grad_fresh_ ? 1 : 0});
   }
   void restore(const StateBag& b) override {
-    w_ = b.get_vec("w");
-    a_ = b.get_vec("a");
-    g_ = b.get_vec("g");
+    // a checkpoint of other data (resume --force on a changed file) may have another shape: its
+    // vectors would index past this objective's
+    auto sized = [](Vec v, Index want, const char* what) {  // empty: not computed yet (kept lazily)
+      if (v.size() != want && v.size() != 0)
+        throw UserError(std::string("checkpoint: the tracker's ") + what + " has " + std::to_string(v.size()) +
+                        " values where this objective has " + std::to_string(want) +
+                        ": the data's shape changed since the checkpoint, and --force continues only on data of "
+                        "the same shape (samples and dimension); rerun from the start instead");
+      return v;
+    };
+    w_ = sized(b.get_vec("w"), f_.dim(), "iterate");
+    a_ = sized(b.get_vec("a"), f_.data().X.rows(), "activations Xw");
+    g_ = sized(b.get_vec("g"), f_.dim(), "gradient");
     const auto& flags = b.get_ints("has_pending");
     for (size_t s = 0; s < pending_.size(); ++s) {
-      pending_[s] = b.get_vec("pending/" + std::to_string(s));
+      pending_[s] = sized(b.get_vec("pending/" + std::to_string(s)), f_.blocks().size(static_cast<int>(s)),
+                          "pending block change");
       has_pending_[s] = flags.at(s) != 0;
     }
     const auto& c = b.get_ints("counters");

@@ -61,13 +61,13 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
   log_ = std::move(file);
   try {
     write_header(data_sha, data_bytes);
-    if (!forced.empty()) {
-      std::fprintf(stderr, "warning: %s: continued with --force although %s\n", resume->path.c_str(), forced.c_str());
-      run_file.write_note("resume_forced", forced);
-    }
+    if (!forced.empty()) run_file.write_note("resume_forced", forced);
     if (resume) run_file.adopt(*resume);
     start_observer(method, stop_after);
     if (resume && resume->has_checkpoint) obs_->restore(resume->state);
+    // said once the checkpoint fits this objective: a refusal stays the one line
+    if (!forced.empty())
+      std::fprintf(stderr, "warning: %s: continued with --force although %s\n", resume->path.c_str(), forced.c_str());
   } catch (...) {
     log_->abort();
     throw;

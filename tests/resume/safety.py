@@ -302,8 +302,16 @@ def resume_checks(stale, tmp, cfg, partial):
                 'stages = 2\nbatch_size = 4\n[method]\nname = "rpd"\nlr = 0.01\nupdates = 400000\n'
                 '[delay]\nname = "uniform"\nmax = 4\n[log]\nevery = 50\nflush_seconds = 0.02\nprogress = false\n')
     lp = interrupted(stale, lcfg, os.path.join(tmp, "logistic.h5"))
+    original = open(data).read()
+    # a row more: another shape, which not even --force continues on (the checkpoint's
+    # activations are one per sample; ASan found the forced resume reading past them)
     with open(data, "a") as f:
         f.write("1 1:0.5 2:0.5\n")
+    one_line_error(run(stale, "run", "--resume", lp, "--quiet"), data, "changed since the checkpoint")
+    one_line_error(run(stale, "run", "--resume", lp, "--force", "--quiet"), "the data's shape changed")
+    # the same shape, other values: --force continues, and says so in the file
+    with open(data, "w") as f:
+        f.write(original.replace("1:0.000", "1:0.500", 1))
     one_line_error(run(stale, "run", "--resume", lp, "--quiet"), data, "changed since the checkpoint")
     r = run(stale, "run", "--resume", lp, "--force", "--quiet")
     if r.returncode != 0:
