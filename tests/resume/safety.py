@@ -158,12 +158,31 @@ def duplicate_points(stale, tmp):
     print("duplicate grid points: 16 points, 3 runs, the dry run and the index say which")
 
 
+def fill(path):
+    """write every byte the disk has left, unbuffered: a buffered file would raise ENOSPC again
+    when it closes (seen under ASan's slower runs in CI)"""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        chunk = b"\0" * 65536
+        while True:
+            try:
+                if os.write(fd, chunk) == 0:
+                    break
+            except OSError:
+                if len(chunk) == 1:
+                    break
+                chunk = chunk[: len(chunk) // 2]  # fill the last partial block too
+    finally:
+        os.close(fd)
+
+
 def disk_full(stale, tmp):
     mnt = os.path.join(tmp, "small_disk")
     os.makedirs(mnt)
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt], capture_output=True).returncode != 0:
         print("disk full: skipped (cannot mount a tmpfs here)")
         return
+    p = None
     try:
         # a run that ends within log.flush_seconds is written once, never as a .partial: this one
         # streams from its first 10 ms (and fits the 16 MiB disk twice, as the estimate asks)
@@ -181,13 +200,7 @@ def disk_full(stale, tmp):
             p = start(stale, "run", cfg, stream, "--out", out, "--quiet")
             wait_for(out + ".partial", p)
             time.sleep(when * duration)
-            with open(filler, "wb") as f:  # every byte the disk has left
-                try:
-                    while True:
-                        f.write(b"\0" * 65536)
-                        f.flush()
-                except OSError:
-                    pass
+            fill(filler)
             so, se = p.communicate()
             if p.returncode == 0:
                 os.remove(filler)
@@ -218,6 +231,9 @@ def disk_full(stale, tmp):
         if resumed == 0:
             fail("disk full: no trial filled the disk after a checkpoint")
     finally:
+        if p is not None and p.poll() is None:  # a failed check leaves a writer on the mount
+            p.kill()
+            p.wait()
         subprocess.run(["umount", mnt])
     print("disk full: one line, exit 2, the checkpoint kept, resumed bit-identical")
 
