@@ -26,6 +26,8 @@
 #include "objectives/linear_model_cpu_sparse.hpp"
 #include "objectives/objective_factory.hpp"
 #include "src/backend/backend.hpp"
+#include "src/commands/predict_stability.hpp"
+#include "src/commands/simulate_schedule.hpp"
 #include "src/config/config.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/cpu_target.hpp"
@@ -38,8 +40,6 @@
 #include "src/pipeline/simulator.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "src/run/runner.hpp"
-#include "src/run/stability.hpp"
-#include "src/run/stability_pattern.hpp"
 #include "src/run/sweep.hpp"
 
 namespace nb = nanobind;
@@ -270,31 +270,32 @@ nb::dict delay_stats_dict(const DelayStats& st) {
 
 nb::dict schedule(const std::string& name, int stages, int64_t microbatches, int accumulation, int replicas,
                   int local_steps, int chunks, const std::vector<std::string>& costs, int64_t steady_margin,
-                  const std::string& out) {
-  ScheduleParams p;
-  p.stages = stages;
-  p.microbatches = microbatches;
-  p.accumulation = accumulation;
-  p.replicas = replicas;
-  p.local_steps = local_steps;
-  p.chunks = chunks;
-  if (stages < 1) throw UserError("stale.schedule: stages = " + std::to_string(stages) + " must be >= 1");
-  if (microbatches < 1) throw UserError("stale.schedule: microbatches = " + std::to_string(microbatches) + " must be >= 1");
-  const CostModel cm = CostModel::parse(costs);
-  Schedule s;
-  SimResult r;
+                  const std::string& out, const std::string& trace, std::optional<bool> delay_table) {
+  ScheduleRequest req;
+  req.name = name;
+  req.params.stages = stages;
+  req.params.microbatches = microbatches;
+  req.params.accumulation = accumulation;
+  req.params.replicas = replicas;
+  req.params.local_steps = local_steps;
+  req.params.chunks = chunks;
+  req.costs = costs;
+  req.steady_margin = steady_margin;
+  req.out = out;
+  req.trace = trace;
+  req.keep_timeline = true;
+  req.delay_table = !delay_table ? ScheduleRequest::Tables::Auto
+                    : *delay_table ? ScheduleRequest::Tables::Always
+                                   : ScheduleRequest::Tables::Never;
+  req.caller_bytes_per_op = 7 * 8;  // the timeline's seven arrays below
+  ScheduleOutcome o;
   {
     Released rel;
-    s = make_schedule(name, p);
-    cm.check_stages(s.stages);
-    SimOptions opt;
-    opt.steady_margin = steady_margin;
-    opt.timeline = true;
-    opt.updates = true;
-    opt.reads = true;
-    opt.delay_table = true;
-    r = simulate(s, cm, opt);
+    o = simulate_schedule(req);
   }
+  const Schedule& s = o.schedule;
+  const SimResult& r = o.result;
+  const CostModel& cm = o.costs;
   nb::dict d;
   d["name"] = s.name;
   d["stages"] = s.stages;
@@ -336,22 +337,16 @@ nb::dict schedule(const std::string& name, int stages, int64_t microbatches, int
   t["start"] = to_numpy(r.start);
   t["end"] = to_numpy(r.end);
   d["timeline"] = t;
-  const size_t K = static_cast<size_t>(r.updates.size()), nb_ = static_cast<size_t>(s.blocks());
-  d["delays"] = to_numpy(std::vector<int64_t>(r.delay_table), {r.delay_table.size() / std::max<size_t>(1, nb_), nb_});
-  d["delays_backward"] =
-      r.delay_table_backward.empty()
-          ? nb::none()
-          : to_numpy(std::vector<int64_t>(r.delay_table_backward), {r.delay_table_backward.size() / nb_, nb_});
-  (void)K;
+  const size_t nb_ = static_cast<size_t>(s.blocks());
+  auto table = [&](const std::vector<int64_t>& t) -> nb::object {
+    if (!o.delay_table || t.empty()) return nb::none();
+    return to_numpy(std::vector<int64_t>(t), {t.size() / nb_, nb_});
+  };
+  d["delays"] = table(r.delay_table);
+  d["delays_backward"] = table(r.delay_table_backward);
   d["delay_summary"] = delay_stats_dict(r.delays);
   d["steady_delay_summary"] = delay_stats_dict(r.steady_delays);
   d["steady_margin"] = r.steady_margin;
-  if (!out.empty()) {
-    Released rel;
-    ScheduleFileOptions fo;
-    fo.costs = cm.describe();
-    write_schedule_file(out, s, r, fo);
-  }
   return d;
 }
 
@@ -382,59 +377,41 @@ nb::dict sweep(const std::string& path, const std::vector<std::string>& override
 nb::dict stability(const std::string& path, const std::string& text, const std::vector<std::string>& overrides,
                    std::vector<double> lrs, const std::string& order, const std::string& solver, int64_t dense_max,
                    bool gamma_max, double rel_tol) {
-  Config cfg = make_config(path, text, overrides);
-  check_stability_objective(cfg);
-  RadiusOptions ro;
-  ro.solver = parse_radius_solver(solver);
-  ro.dense_max = dense_max;
-  ro.seed = static_cast<uint64_t>(cfg.get_int("seed"));
-  if (lrs.empty()) lrs.push_back(cfg.get_float("method.lr"));
-  for (double g : lrs)
-    if (!(g > 0) || !std::isfinite(g)) throw UserError("stale.stability: lr " + std::to_string(g) + " must be > 0");
-  nb::dict d;
-  std::vector<double> rho, rho_per_update;
-  std::vector<uint8_t> converged;
-  StepBound b;
-  double L = 0, mu = 0;
-  Index state = 0;
-  int64_t period = 0;
-  std::string description, solver_used;
+  StabilityRequest req(make_config(path, text, overrides));
+  req.lrs = std::move(lrs);
+  req.order = order;
+  req.solver = solver;
+  req.dense_max = dense_max;
+  req.gamma_max = gamma_max;
+  req.rel_tol = rel_tol;
+  StabilityReport rep;
   {
     Released r;
-    DelayPattern pattern = pattern_from_config(cfg, order);
-    const auto f = make_objective(cfg, BackendKind::Cpu);
-    const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get());
-    if (!ls)  // the only other cpu quadratic is the CSR twin, which never forms the Gram matrix
-      config_error("objective.storage", "\"sparse\": the stability predictor needs the dense Gram matrix; use \"dense\"");
-    L = f->constants().L;
-    mu = f->constants().mu;
-    const StaleRecursion rec(ls->gram(), f->blocks(), std::move(pattern));
-    const StabilityPredictor pred(rec, ro);
-    state = rec.state_dim();
-    period = rec.pattern().length();
-    description = rec.pattern().description;
-    solver_used = solver_name(pred.solver());
-    for (double g : lrs) {
-      const RadiusResult rr = pred.radius(g);
-      rho.push_back(rr.rho);
-      rho_per_update.push_back(std::pow(rr.rho, 1.0 / static_cast<double>(period)));
-      converged.push_back(rr.converged);
-    }
-    if (gamma_max) b = largest_stable_step(pred, L, rel_tol);
+    rep = predict_stability(std::move(req));
   }
-  d["L"] = L;
-  d["mu"] = mu;
-  d["state_dim"] = static_cast<int64_t>(state);
-  d["period"] = period;
-  d["pattern"] = description;
-  d["solver"] = solver_used;
-  d["lr"] = to_numpy(std::move(lrs));
+  std::vector<double> lr, rho, rho_per_update;
+  std::vector<uint8_t> converged;
+  for (const StabilityPoint& p : rep.points) {
+    lr.push_back(p.lr);
+    rho.push_back(p.rho);
+    rho_per_update.push_back(p.rho_per_update);
+    converged.push_back(p.converged);
+  }
+  nb::dict d;
+  d["L"] = rep.L;
+  d["mu"] = rep.mu;
+  d["state_dim"] = rep.state_dim;
+  d["period"] = rep.period;
+  d["pattern"] = rep.pattern;
+  d["solver"] = rep.solver;
+  d["lr"] = to_numpy(std::move(lr));
   d["rho"] = to_numpy(std::move(rho));
   d["rho_per_update"] = to_numpy(std::move(rho_per_update));
   d["converged"] = to_numpy(std::move(converged));
-  if (gamma_max) {
+  if (rep.bound) {
+    const StepBound& b = *rep.bound;
     d["gamma_max"] = b.gamma_max;
-    d["gamma_max_L"] = b.gamma_max * L;
+    d["gamma_max_L"] = b.gamma_max * rep.L;
     d["rho_below"] = b.rho_below;
     d["rho_above"] = b.rho_above;
     d["evaluations"] = b.evaluations;
@@ -514,7 +491,8 @@ NB_MODULE(_stale, m) {
   m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a, "drop_unread"_a,
         "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none());
   m.def("schedule", &stale::schedule, "name"_a, "stages"_a, "microbatches"_a, "accumulation"_a, "replicas"_a,
-        "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a);
+        "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a, "trace"_a,
+        "delay_table"_a.none());
   m.def("sweep", &stale::sweep, "path"_a, "overrides"_a, "out_dir"_a, "jobs"_a, "progress"_a, "dry_run"_a);
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);

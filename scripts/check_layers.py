@@ -3,10 +3,13 @@
 #include lines: each folder may include headers only from the folders listed for it, so the
 dependencies point one way
 
-    core <- config <- {backend, pipeline} <- io <- {objectives, delays} <- optimizers <- run <- cli
+    core <- config <- {backend, pipeline} <- io <- {objectives, delays} <- optimizers <- run
+         <- commands <- cli (and the Python module)
 
-(objectives and delays never include each other; optimizers never include io). Exit 1 and one
-line per violation, naming the file, the line and the folder it may not include. Run by ctest.
+(objectives and delays never include each other; optimizers never include io). The front ends
+(src/cli and the Python module) hold no command logic: they call src/commands, never the engines
+and guards a command is made of. Exit 1 and one line per violation, naming the file, the line
+and the folder or call it may not use. Run by ctest.
 """
 import re
 import sys
@@ -23,9 +26,17 @@ BELOW = {
     "delays": {"src/core", "src/config", "src/pipeline", "src/io"},
     "optimizers": {"src/core", "src/config", "src/backend", "src/pipeline", "objectives", "delays"},
     "src/run": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers"},
+    "src/commands": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays",
+                     "optimizers", "src/run"},
     "src/cli": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers",
-                "src/run"},
+                "src/run", "src/commands"},
 }
+
+
+FRONT_ENDS = ["src/cli", "python/stale_module.cpp"]
+# what a command does, which a front end must reach through src/commands: the simulator and
+# schedule builder, the memory guard, the stability predictor
+ENGINE_CALLS = re.compile(r"\b(simulate|make_schedule|check_memory|largest_stable_step)\s*\(|\bStabilityPredictor\b")
 
 
 def layer_of(path):
@@ -51,6 +62,14 @@ def main():
                 if target is None or target == layer or target in BELOW[layer]:
                     continue
                 bad.append(f"{f.relative_to(ROOT)}:{n}: {layer} may not include {m.group(1)} ({target} is not below it)")
+    for front in FRONT_ENDS:
+        root = ROOT / front
+        for f in sorted([root] if root.is_file() else root.rglob("*.cpp")):
+            for n, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+                m = ENGINE_CALLS.search(line.split("//")[0])
+                if m:
+                    bad.append(f"{f.relative_to(ROOT)}:{n}: a front end calls {m.group(0).strip()}; "
+                               f"move the command into src/commands and call it from both front ends")
     for b in bad:
         print(b)
     print(f"check_layers: {len(bad)} violation(s)")

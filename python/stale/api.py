@@ -95,10 +95,14 @@ class Schedule:
 
 
 def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0, replicas: int = 0,
-             local_steps: int = 0, chunks: int = 0, steady_margin: int = -1, out=None, **costs) -> Schedule:
+             local_steps: int = 0, chunks: int = 0, steady_margin: int = -1, out=None, trace=None,
+             delay_table=None, **costs) -> Schedule:
     """Simulate a schedule (as `stale schedule NAME --stages S --microbatches M`); costs are the
     cost model's keys (forward, backward, weight: one value or one per stage; latency, jitter,
-    straggler_prob, straggler_slowdown, seed). `out`: also write the schedule file."""
+    straggler_prob, straggler_slowdown, seed). `out`: also write the schedule file; `trace`: a
+    Chrome trace. `delay_table`: the full K × blocks delay tables (None: kept when they hold at
+    most 10 million entries, else `delays` is None; True: always, memory permitting). The same
+    memory guard as the CLI refuses a schedule that cannot fit, in one line."""
     settings = []
     for k, v in costs.items():
         if isinstance(v, (list, tuple, np.ndarray)):
@@ -106,7 +110,9 @@ def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0
         settings.append(f"{k}={v}")
     fields = _stale.schedule(name, int(stages), int(microbatches), int(accumulation), int(replicas),
                              int(local_steps), int(chunks), settings, int(steady_margin),
-                             os.fspath(out) if out is not None else "")
+                             os.fspath(out) if out is not None else "",
+                             os.fspath(trace) if trace is not None else "",
+                             None if delay_table is None else bool(delay_table))
     return Schedule(fields)
 
 

@@ -1,16 +1,10 @@
 #include "src/cli/schedule_command.hpp"
 
-#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "src/core/error.hpp"
-#include "src/core/memory.hpp"
-#include "src/io/schedule_file.hpp"
-#include "src/pipeline/chrome_trace.hpp"
-#include "src/pipeline/cost_model.hpp"
+#include "src/commands/simulate_schedule.hpp"
 #include "src/pipeline/schedule.hpp"
 #include "src/pipeline/simulator.hpp"
 
@@ -29,13 +23,6 @@ struct ScheduleCommand {
 ScheduleCommand& command() {
   static ScheduleCommand c;
   return c;
-}
-
-void make_parent(const std::string& path) {
-  const auto parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) throw UserError(path + ": cannot create directory " + parent.string() + ": " + ec.message());
 }
 
 void print_summary(const Schedule& s, const SimResult& r) {
@@ -105,51 +92,17 @@ void add_schedule_command(CLI::App& app) {
 
 int run_schedule_command() {
   const ScheduleCommand& c = command();
-  const CostModel costs = CostModel::parse(c.costs);
-  {
-    // the schedule is data (8-byte ops) and the simulator records each op's times and reads:
-    // sized before anything is built, so --microbatches 2e9 is a one-line error, not bad_alloc
-    // the schedule's defaults for chunks and replicas (they do not depend on M, which is checked here)
-    ScheduleParams one = c.params;
-    one.microbatches = 1;
-    const ScheduleParams p = resolve_schedule_params(c.name, one);
-    const double chunks = std::max(1, p.chunks);
-    const double replicas = std::max(1, p.replicas);
-    const double ops = 3.0 * static_cast<double>(c.params.microbatches) * std::max(1, c.params.stages) * chunks * replicas;
-    check_memory(ops * 48.0, "--microbatches × --stages = " + std::to_string(c.params.microbatches) + " × " +
-                                 std::to_string(c.params.stages) + ": a schedule of about " + std::to_string(static_cast<long long>(ops)) + " ops",
-                 "reduce --microbatches");
-  }
-  const Schedule s = make_schedule(c.name, c.params);
-  costs.check_stages(s.stages);
-
-  SimOptions opt;
-  opt.steady_margin = c.steady_margin;
-  opt.timeline = !c.out.empty() || !c.trace.empty();
-  opt.updates = !c.out.empty();
-  opt.reads = !c.out.empty();
-  if (!c.out.empty()) {
-    // keep the full delay table only when the file will hold it
-    int64_t K = 0;
-    const OpKind g = s.gradient_kind();
-    for (const Op& op : s.ops) K += op.kind == g && op.updates();
-    opt.delay_table = K * s.blocks() <= ScheduleFileOptions{}.max_table_entries;
-    opt.delay_pairs = opt.delay_table;  // the pair matrices cost what the table costs
-  }
-  const SimResult r = simulate(s, costs, opt);
-  print_summary(s, r);
-  if (!c.out.empty()) {
-    make_parent(c.out);
-    ScheduleFileOptions fo;
-    fo.costs = costs.describe();
-    write_schedule_file(c.out, s, r, fo);
-    std::printf("wrote %s\n", c.out.c_str());
-  }
-  if (!c.trace.empty()) {
-    make_parent(c.trace);
-    write_chrome_trace(c.trace, s, r);
-    std::printf("wrote %s\n", c.trace.c_str());
-  }
+  ScheduleRequest req;
+  req.name = c.name;
+  req.params = c.params;
+  req.costs = c.costs;
+  req.steady_margin = c.steady_margin;
+  req.out = c.out;
+  req.trace = c.trace;
+  const ScheduleOutcome o = simulate_schedule(req);
+  print_summary(o.schedule, o.result);
+  if (!c.out.empty()) std::printf("wrote %s\n", c.out.c_str());
+  if (!c.trace.empty()) std::printf("wrote %s\n", c.trace.c_str());
   return 0;
 }
 

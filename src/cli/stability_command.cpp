@@ -1,16 +1,12 @@
 #include "src/cli/stability_command.hpp"
 
-#include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "objectives/linear_model_cpu.hpp"
-#include "objectives/objective_factory.hpp"
+#include "src/commands/predict_stability.hpp"
 #include "src/config/config.hpp"
-#include "src/core/error.hpp"
-#include "src/run/stability.hpp"
-#include "src/run/stability_pattern.hpp"
 
 namespace stale {
 
@@ -54,47 +50,30 @@ void add_stability_command(CLI::App& app) {
 
 int run_stability_command() {
   const StabilityCommand& c = command();
-  Config cfg = Config::from_file(c.config);
-  cfg.apply_overrides(c.overrides);
-  check_stability_objective(cfg);
-  RadiusOptions ro;
-  ro.solver = parse_radius_solver(c.solver);
-  ro.dense_max = c.dense_max;
-  ro.seed = static_cast<uint64_t>(cfg.get_int("seed"));
-  DelayPattern pattern = pattern_from_config(cfg, c.order);
+  StabilityRequest req(Config::from_file(c.config));
+  req.config.apply_overrides(c.overrides);
+  req.lrs = c.lr;
+  req.order = c.order;
+  req.solver = c.solver;
+  req.dense_max = c.dense_max;
+  req.gamma_max = !c.no_gamma_max;
+  req.rel_tol = c.rel_tol;
+  const StabilityReport r = predict_stability(std::move(req));
 
-  const auto f = make_objective(cfg, BackendKind::Cpu);
-  const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get());
-  if (!ls)  // the only other cpu quadratic is the CSR twin, which never forms the Gram matrix
-    config_error("objective.storage", "\"sparse\": the stability predictor needs the dense Gram matrix; use \"dense\"");
-  const double L = f->constants().L;
-  const StaleRecursion rec(ls->gram(), f->blocks(), std::move(pattern));
-  const StabilityPredictor pred(rec, ro);
-
-  const auto& p = rec.pattern();
   std::printf("objective: quadratic %s n=%lld d=%lld S=%d L=%.10g mu=%.10g (full-batch recursion: A = X^T X / n)\n",
-              cfg.get_string("objective.generator").c_str(), static_cast<long long>(f->num_samples()),
-              static_cast<long long>(f->dim()), f->stages(), L, f->constants().mu);
-  if (f->num_batches() > 1)
-    std::printf("note: %d mini-batches; the prediction is for the full-batch (expected-gradient) recursion\n",
-                f->num_batches());
-  std::printf("pattern: %s: %s\n", cfg.get_string("method.name").c_str(), p.description.c_str());
-  std::printf("state: %lld (per-block versions), period %lld updates, solver %s\n",
-              static_cast<long long>(rec.state_dim()), static_cast<long long>(p.length()),
-              solver_name(pred.solver()).c_str());
-  std::vector<double> lrs = c.lr;
-  if (lrs.empty()) lrs.push_back(cfg.get_float("method.lr"));
-  for (double g : lrs) {
-    if (!(g > 0) || !std::isfinite(g)) throw UserError("stability: --lr " + std::to_string(g) + " must be > 0");
-    const RadiusResult r = pred.radius(g);
-    std::printf("gamma=%.10g rho=%.12g rho_per_update=%.12g stable=%s%s\n", g, r.rho,
-                std::pow(r.rho, 1.0 / static_cast<double>(p.length())), r.rho <= 1 + 1e-9 ? "yes" : "no",
-                r.converged ? "" : " (power iteration not converged)");
-  }
-  if (!c.no_gamma_max) {
-    const StepBound b = largest_stable_step(pred, L, c.rel_tol);
+              r.generator.c_str(), static_cast<long long>(r.samples), static_cast<long long>(r.dim), r.stages, r.L, r.mu);
+  if (r.batches > 1)
+    std::printf("note: %d mini-batches; the prediction is for the full-batch (expected-gradient) recursion\n", r.batches);
+  std::printf("pattern: %s: %s\n", r.method.c_str(), r.pattern.c_str());
+  std::printf("state: %lld (per-block versions), period %lld updates, solver %s\n", static_cast<long long>(r.state_dim),
+              static_cast<long long>(r.period), r.solver.c_str());
+  for (const StabilityPoint& p : r.points)
+    std::printf("gamma=%.10g rho=%.12g rho_per_update=%.12g stable=%s%s\n", p.lr, p.rho, p.rho_per_update,
+                p.rho <= 1 + 1e-9 ? "yes" : "no", p.converged ? "" : " (power iteration not converged)");
+  if (r.bound) {
+    const StepBound& b = *r.bound;
     std::printf("gamma_max=%.10g gamma_max_L=%.10g rho_below=%.12g rho_above=%.12g evaluations=%d%s\n", b.gamma_max,
-                b.gamma_max * L, b.rho_below, b.rho_above, b.evaluations,
+                b.gamma_max * r.L, b.rho_below, b.rho_above, b.evaluations,
                 b.converged ? "" : " (some power iterations did not converge)");
   }
   return 0;

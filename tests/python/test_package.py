@@ -6,6 +6,7 @@ the CLI also need the binary (STALE_BIN or build/stale)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 
@@ -227,6 +228,32 @@ def test_schedule_arrays_equal_the_cli_schedule_file(stale_bin, tmp_path, name, 
         np.testing.assert_array_equal(s.steady_delay_summary["mean_by_update_block"], ds["steady_mean_by_update_block"][()])
     with pytest.raises(stale.ConfigError, match="straggler_prob|forward"):
         stale.schedule(name, **args, forward=[1, 2, 3, 4, 5, 6, 7])
+
+
+def test_schedule_guards_and_files_are_the_clis(stale_bin, tmp_path):
+    """One command layer (src/commands/simulate_schedule.cpp): the Python call refuses what the CLI
+    refuses, with the same line, instead of being killed by the kernel (issue: exit 137 at
+    stages=64, microbatches=5e6), and writes the same trace."""
+    import sys
+    env = dict(os.environ, STALE_MEMORY_LIMIT="256M")
+    r = subprocess.run([stale_bin, "schedule", "pipedream", "--stages", "64", "--microbatches", "5000000"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    cli_line = r.stderr.strip().removeprefix("error: ")
+    code = ("import stale\n"
+            "try:\n    stale.schedule('pipedream', stages=64, microbatches=5_000_000)\n"
+            "except stale.ConfigError as e:\n    print(e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    # the same line, but for the bytes: Python also keeps the timeline's arrays
+    size = re.compile(r"needs [0-9.]+ [KMGT]?i?B")
+    assert p.returncode == 0 and "needs" in cli_line, (p.returncode, p.stdout, p.stderr)
+    assert size.sub("needs …", p.stdout.strip()) == size.sub("needs …", cli_line), (p.stdout, cli_line)
+    # the delay tables: kept when small, left out on request, and the trace is the CLI's
+    cli(stale_bin, "schedule", "zb-h1", "--stages", "4", "--microbatches", "8", "--trace", tmp_path / "cli.json")
+    s = stale.schedule("zb-h1", stages=4, microbatches=8, trace=tmp_path / "py.json")
+    assert (tmp_path / "py.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+    assert s.delays is not None and s.delays.shape[1] == 4
+    assert stale.schedule("zb-h1", stages=4, microbatches=8, delay_table=False).delays is None
 
 
 def test_sweep_index_equals_the_cli_sweep_index(stale_bin, tmp_path):
