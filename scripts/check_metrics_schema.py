@@ -20,7 +20,7 @@ import h5py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from stale_analysis.schema import INDEX_COLUMNS, INDEX_LEADING, INDEX_TRAILING, METRICS  # noqa: E402
+from stale_analysis.schema import INDEX_COLUMNS, INDEX_LEADING, INDEX_TRAILING, METRICS, RUN_SCHEMA_VERSION  # noqa: E402
 
 BASE = """[objective]
 name = "quadratic"
@@ -80,6 +80,10 @@ def main():
         with h5py.File(os.path.join(out, "runs", runs[0]), "r") as f:
             have = {name: f["metrics"][name].dtype.name for name in f["metrics"]}
             attrs = {name: {k: f["metrics"][name].attrs.get(k) for k in ("unit", "description")} for name in f["metrics"]}
+            written_version = int(f.attrs.get("schema_version", -1))
+    if written_version != RUN_SCHEMA_VERSION:
+        problems.append(f"the binary writes run files of schema_version {written_version}; schema.py's "
+                        f"RUN_SCHEMA_VERSION (what the readers accept) is {RUN_SCHEMA_VERSION}")
     table = {m.name: m.dtype for m in METRICS}
     for name in sorted(set(have) - set(table)):
         problems.append(f"/metrics/{name} ({have[name]}) is written but not in scripts/stale_analysis/schema.py")

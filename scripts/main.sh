@@ -16,9 +16,9 @@ out=runs/main_rpd_delays
 mkdir -p results
 # the 12 runs in one in-process sweep (a rerun reuses finished runs)
 build/stale sweep experiments/main_rpd_delays_sweep.toml -q --out "$out"
-python3 scripts/plot_runs.py "$out"/runs/*.h5 --group-by delay.max --label "δ" \
+python3 scripts/plot_runs.py "$out" --group-by delay.max --label "δ" \
   --title 'RPD, random least squares ($d$ = 512, $S$ = 8, $\gamma = 2^{-6}$), median and range over 3 seeds' \
   -o results/main_rpd_delays.png
-python3 scripts/summarize_runs.py "$out"/runs/*.h5 --group-by delay.max \
+python3 scripts/summarize_runs.py "$out" --group-by delay.max \
   --command "bash scripts/main.sh" -o results/main_rpd_delays.md
 echo "main.sh: done in $(( $(date +%s) - start )) s" >&2

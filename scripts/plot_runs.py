@@ -31,7 +31,7 @@ X_AXES = {"k": ("block updates k", "block updates K"), "time": ("simulated time 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+", help="run files (.h5)")
+    p.add_argument("runs", nargs="+", help="run files (.h5), or sweep folders: the runs their index.csv lists")
     p.add_argument("-o", "--out", default="runs.png", help="output PNG (default runs.png)")
     p.add_argument("--group-by", default=None, help="comma-separated config keys whose values group runs")
     p.add_argument("--where", action="append", help="keep only runs with key=value (repeatable)")

@@ -242,7 +242,10 @@ def replot(out: str) -> int:
     return 0
 
 
-def fit_exponent(xs, ys):
+def loglog_slope(xs, ys):
+    """The least-squares slope of log y on log x: a description of predicted and measured γ_max
+    across S or δ, without intervals (stale_analysis.fits.fit_exponent is the fit with seeds and
+    bootstrap intervals that verdicts rest on; this one decides nothing)."""
     xs, ys = np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float))
     slope, _ = np.polyfit(xs, ys, 1)
     return slope
@@ -271,21 +274,21 @@ def write_table(cases_, rows, path):
     for fam in ["pipedream", "paci", "2bw", "rpd-pdmax"]:
         cs = [c for c in cases_ if c["family"] == fam and c["x"] >= 4]
         if len(cs) >= 2:
-            e = fit_exponent([c["x"] for c in cs], [c["pred"] for c in cs])
+            e = loglog_slope([c["x"] for c in cs], [c["pred"] for c in cs])
             line = f"- {fam}: predicted γ_max ∝ S^{e:.3f}"
             if "pred_cyclic" in cs[0]:
-                line += f" (cyclic order: S^{fit_exponent([c['x'] for c in cs], [c['pred_cyclic'] for c in cs]):.3f})"
+                line += f" (cyclic order: S^{loglog_slope([c['x'] for c in cs], [c['pred_cyclic'] for c in cs]):.3f})"
             ms = [c for c in cs if c["meas"]]
             if len(ms) >= 2:
-                line += f"; measured ∝ S^{fit_exponent([c['x'] for c in ms], [c['meas'] for c in ms]):.3f}"
+                line += f"; measured ∝ S^{loglog_slope([c['x'] for c in ms], [c['meas'] for c in ms]):.3f}"
             lines.append(line)
     cs = [c for c in cases_ if c["family"] == "rpd" and c["x"] >= 4]
     if len(cs) >= 2:
-        line = (f"- rpd (S fixed): predicted γ_max ∝ δ^{fit_exponent([c['x'] for c in cs], [c['pred'] for c in cs]):.3f}"
-                f" (cyclic order: δ^{fit_exponent([c['x'] for c in cs], [c['pred_cyclic'] for c in cs]):.3f})")
+        line = (f"- rpd (S fixed): predicted γ_max ∝ δ^{loglog_slope([c['x'] for c in cs], [c['pred'] for c in cs]):.3f}"
+                f" (cyclic order: δ^{loglog_slope([c['x'] for c in cs], [c['pred_cyclic'] for c in cs]):.3f})")
         ms = [c for c in cs if c["meas"]]
         if len(ms) >= 2:
-            line += f"; measured ∝ δ^{fit_exponent([c['x'] for c in ms], [c['meas'] for c in ms]):.3f}"
+            line += f"; measured ∝ δ^{loglog_slope([c['x'] for c in ms], [c['meas'] for c in ms]):.3f}"
         lines.append(line)
     lines.append("")
     lines.append("Per-period growth ρ measured from the runs' f − f_* against the prediction ρ(γ) (runs whose "

@@ -121,7 +121,7 @@ def same_for_every_seed(groups, keys) -> list[str]:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+", help="run files (.h5)")
+    p.add_argument("runs", nargs="+", help="run files (.h5), or sweep folders: the runs their index.csv lists")
     p.add_argument("--group-by", default=None, help="comma-separated config keys (default: one row per file)")
     p.add_argument("--where", action="append", help="keep only runs with key=value (repeatable)")
     p.add_argument("--command", default=None, help="the command that produced the runs (written under the table)")

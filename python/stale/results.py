@@ -8,12 +8,10 @@ import tomllib
 
 import numpy as np
 
-from . import _stale
 from ._stale import ConfigError
 from .config import flatten
 
-# the run file layout this package reads (src/io/run_file.cpp writes schema_version 1)
-RUN_SCHEMA_VERSION = 1
+from stale_analysis.schema import RUN_SCHEMA_VERSION  # noqa: F401  (the one copy; re-exported)
 
 
 def _text(v):
@@ -78,31 +76,26 @@ class Run:
 
 
 def load(path) -> Run:
-    """A run file written by `stale run` (or stale.run(..., out=path)) as a Run."""
-    import h5py
+    """A run file written by `stale run` (or stale.run(..., out=path)) as a Run; a live or killed
+    RUN.h5.partial too (its rows up to the last flush). The reader is the analysis module's
+    (stale_analysis.runs: schema check, SWMR, series read on first use), so the package and the
+    scripts accept and refuse the same files."""
+    from stale_analysis.errors import AnalysisError
+    from stale_analysis.runs import load_run, open_h5
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ConfigError(f"{path}: no such file")
     try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        raise ConfigError(f"{path}: not a readable HDF5 file ({e})") from None
+        run = load_run(path)
+        f = open_h5(path, "HDF5 run file")
+    except AnalysisError as e:
+        raise ConfigError(str(e)) from None
     with f:
-        if "config" not in f.attrs or "metrics" not in f:
-            raise ConfigError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
-        version = int(f.attrs.get("schema_version", -1))
-        if version != RUN_SCHEMA_VERSION:
-            raise ConfigError(f"{path}: run file schema_version {version}; this package reads {RUN_SCHEMA_VERSION}")
-        metrics = {name: f["metrics"][name][()] for name in f["metrics"]}
-        order = _stale.metric_names()  # the writer's table (src/io/metrics_schema.cpp)
-        metrics = {k: metrics[k] for k in order if k in metrics} | {k: v for k, v in metrics.items() if k not in order}
         d = f["objective"].attrs.get("d", 0) if "objective" in f else 0
         fields = {
-            "status": _text(f.attrs.get("status", "unknown")),
+            "status": run.status,
             "message": _text(f.attrs.get("message", "")),
             "wall_seconds": f.attrs.get("wall_seconds", math.nan),
-            "config": _text(f.attrs["config"]),
-            "metrics": metrics,
+            "config": run._config_text,
+            "metrics": run.metrics,
             "iterates": f["iterates"][()] if "iterates" in f else np.zeros((0, int(d))),
             "iterates_k": f["iterates_k"][()] if "iterates_k" in f else np.zeros(0, dtype=np.int64),
             "delays": f["delays"][()].astype(np.int64) if "delays" in f else None,

@@ -2,6 +2,7 @@
 constants, and the rule that decides whether a run diverged."""
 from __future__ import annotations
 
+import csv
 import difflib
 import math
 import os
@@ -13,7 +14,7 @@ import h5py
 import numpy as np
 
 from .errors import AnalysisError
-from .schema import METRIC_NAMES
+from .schema import METRIC_NAMES, RUN_SCHEMA_VERSION
 
 # A run whose final f − f_* (or loss, when f_* is unknown) exceeds this multiple of its start
 # value diverged, whatever its status says (the harness's own threshold, issue #13).
@@ -146,19 +147,47 @@ def load_run(path: str) -> Run:
     with open_h5(path, "HDF5 run file") as f:
         if "config" not in f.attrs or "metrics" not in f:
             raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
+        version = int(f.attrs.get("schema_version", -1))
+        if version != RUN_SCHEMA_VERSION:
+            raise AnalysisError(f"{path}: run file schema_version {version}; this version of stale reads "
+                                f"{RUN_SCHEMA_VERSION} (read it with the stale that wrote it: its root attribute 'version')")
         status = _text(f.attrs.get("status", "unknown"))
         m = f["metrics"]
-        names = list(m)
+        # the writer's order (src/io/metrics_schema.cpp), then any series this copy does not know
+        names = [k for k in METRIC_NAMES if k in m] + [k for k in m if k not in METRIC_NAMES]
         # a finished file's series have equal lengths (rows are written together); only a
         # .partial (running, interrupted or killed) may hold one a flush longer than another
         n = None if status in ("ok", "diverged") else min((m[name].shape[0] for name in names), default=0)
         return Run(path, _text(f.attrs["config"]), status, _Metrics(path, names, n))
 
 
+def run_paths(paths) -> list[str]:
+    """Run files, with each sweep folder among `paths` replaced by the run files its index.csv
+    lists: the runs of this sweep, never an old file left in its runs/ by an earlier version of
+    the sweep (a glob over runs/*.h5 mixes them in)."""
+    out = []
+    for p in map(os.fspath, paths):
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        index = os.path.join(p, "index.csv")
+        if not os.path.exists(index):
+            raise AnalysisError(f"{p}: a folder but not a sweep folder (no index.csv); give run files (.h5) or "
+                                "a folder that `stale sweep` wrote")
+        with open(index, newline="") as f:
+            rows = list(csv.DictReader(f))
+        if rows and "path" not in rows[0]:
+            raise AnalysisError(f"{index}: no 'path' column; not an index that `stale sweep` wrote")
+        # a failed point has no file; grid points that are the same run share one (counted once)
+        out += [os.path.join(p, r["path"]) for r in rows if r.get("path") and r.get("status") in ("ok", "diverged")]
+    return list(dict.fromkeys(out))
+
+
 def load_runs(paths) -> list[Run]:
-    if not paths:
-        raise AnalysisError("no run files given")
-    return [load_run(p) for p in paths]
+    files = run_paths(paths)
+    if not files:
+        raise AnalysisError("no run files given" if not paths else f"no finished runs in {', '.join(map(str, paths))}")
+    return [load_run(p) for p in files]
 
 
 def x_series(run: Run, x: str) -> np.ndarray:

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from .errors import AnalysisError
 
 
+# the run file layout this module reads: the root attribute schema_version that src/io/run_file.cpp
+# writes (kRunFileSchemaVersion); scripts/check_metrics_schema.py compares it with a file the binary writes
+RUN_SCHEMA_VERSION = 1
+
+
 @dataclass(frozen=True)
 class Metric:
     name: str

@@ -15,6 +15,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPTS = os.path.join(ROOT, "scripts")
 sys.path.insert(0, SCRIPTS)
+from stale_analysis.schema import RUN_SCHEMA_VERSION  # noqa: E402
 
 
 def script(name: str, *args, cwd=None):
@@ -68,6 +69,7 @@ def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, **config)
         f.attrs["config"] = to_toml(cfg)
         f.attrs["status"] = status
         f.attrs["version"] = "test"
+        f.attrs["schema_version"] = RUN_SCHEMA_VERSION
         f.attrs["git_sha"] = "0"
         m = f.create_group("metrics")
         for name, v in {"k": k, "subopt": subopt, "loss": subopt, "grad_norm_sq_mean": gm, "bound": bound,

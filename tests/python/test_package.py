@@ -197,6 +197,39 @@ def test_load_checks_the_schema_version(tmp_path):
         stale.load(path)
     with pytest.raises(stale.ConfigError, match="no such file"):
         stale.load(tmp_path / "missing.h5")
+    # one reader: the analysis scripts refuse the same file in the same words
+    from stale_analysis.errors import AnalysisError
+    from stale_analysis.runs import load_run
+    with pytest.raises(AnalysisError, match="schema_version 99"):
+        load_run(str(path))
+
+
+def test_load_reads_a_killed_runs_partial_like_the_scripts(stale_bin, tmp_path):
+    """stale.load and the scripts share one reader: a run killed while streaming leaves
+    OUT.partial (SWMR), which both open, cut to the rows every series holds."""
+    import signal
+    import time
+    from stale_analysis.runs import load_run
+    out = tmp_path / "killed.h5"
+    p = subprocess.Popen([stale_bin, "run", QUICK, "method.updates=2000000", "log.every=100",
+                          "log.flush_seconds=0.05", "--out", str(out), "--quiet"])
+    partial = str(out) + ".partial"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        time.sleep(0.1)
+        if os.path.exists(partial) and os.path.getsize(partial) > 0:
+            try:
+                if len(load_run(partial).series("k")) > 3:
+                    break
+            except Exception:
+                pass
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    run = stale.load(partial)
+    scripts = load_run(partial)
+    assert run.status == scripts.status and len(run.metrics) == len(scripts.series("k")) > 3
+    np.testing.assert_array_equal(run.series("grad_norm_sq"), scripts.series("grad_norm_sq"))
+    assert list(run.metrics.columns) == list(stale._stale.metric_names())
 
 
 @pytest.mark.parametrize("name,args,costs", [

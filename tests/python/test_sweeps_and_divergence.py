@@ -8,6 +8,7 @@ import re
 
 import h5py
 import numpy as np
+import pytest
 
 from conftest import ROOT, decaying, script, write_run, write_sweep
 from stale_analysis import is_diverged, load_run
@@ -143,3 +144,27 @@ def test_a_partial_run_file_is_cut_to_the_rows_every_series_holds(tmp_path):
         f["metrics"]["loss"] = np.concatenate([v, [1.0, 0.5]])
     run = load_run(path)
     assert len(run.metrics["loss"]) == len(run.metrics["k"]) == 3
+
+
+def test_a_sweep_folder_stands_for_the_runs_its_index_lists(tmp_path):
+    """plot_runs.py / summarize_runs.py given a sweep folder read the runs of its index.csv: not a
+    stray file an earlier version of the sweep left in runs/ (scripts/main.sh rerun over an old
+    folder mixed them in through runs/*.h5), not a failed point, and a file two points share once."""
+    from stale_analysis.errors import AnalysisError
+    from stale_analysis.runs import load_runs, run_paths
+    pts = [({"delay.max": d, "seed": 0}, decaying(1.0 + d), "ok") for d in (0, 4, 8)]
+    folder = write_sweep(tmp_path / "sw", pts)
+    write_run(os.path.join(folder, "runs", "stale_old.h5"), decaying(9.0), **{"delay.max": 99})
+    with open(os.path.join(folder, "index.csv")) as f:
+        lines = f.read().splitlines()
+    # a failed point (no file of its own) and a point that is the same run as the first
+    lines.append(lines[1].replace(",ok,", ",failed,"))
+    lines.append(lines[1])
+    with open(os.path.join(folder, "index.csv"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    paths = run_paths([folder])
+    assert [os.path.basename(p) for p in paths] == ["r0.h5", "r1.h5", "r2.h5"]
+    assert sorted(r.key("delay.max") for r in load_runs([folder])) == [0, 4, 8]
+    os.remove(os.path.join(folder, "index.csv"))
+    with pytest.raises(AnalysisError, match="not a sweep folder"):
+        run_paths([folder])
