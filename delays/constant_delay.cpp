@@ -24,6 +24,7 @@ namespace {
 const bool registered = DelayRegistry::add({"constant", "every read is min(delta, k) updates old", 1, {"delay.max"},
                                             [](const DelayContext& c) {
                                               return make_constant_delay(c.cfg.get_int("delay.max"));
-                                            }});
+                                            },
+                                            versions_up_to_delay_max, /*simulates_schedule=*/false});
 }  // namespace
 }  // namespace stale

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "delays/delay_model.hpp"
+#include "src/config/config.hpp"
 #include "src/core/registry.hpp"
 
 namespace stale {
@@ -18,7 +19,17 @@ struct DelayEntry {
   int rank = 0;
   std::vector<std::string> keys;  // delay.* keys it reads besides delay.name
   std::function<std::unique_ptr<DelayModel>(const DelayContext&)> make;
+  // versions of each coordinate rpd's version store holds under this model, from the config and
+  // the stage count (the resource estimate); empty: as many as the run's reads reach, not
+  // known up front (a replayed table), or none (zero delay)
+  std::function<double(const Config&, double stages)> versions_held;
+  bool simulates_schedule = false;  // the model is a simulated schedule's delay table
 };
+
+// versions_held of the models bounded by delay.max: a ring of δ + 1 versions
+inline double versions_up_to_delay_max(const Config& cfg, double) {
+  return static_cast<double>(cfg.get_int("delay.max")) + 1.0;
+}
 
 using DelayRegistry = Registry<DelayEntry>;
 

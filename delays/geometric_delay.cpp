@@ -57,7 +57,8 @@ const bool registered = DelayRegistry::add(
        if (c.cfg.get_float("delay.mean") > 0 && delta == 0)
          config_error("delay.max", "the geometric model needs a truncation bound delay.max >= 1");
        return make_geometric_delay(c.cfg.get_float("delay.mean"), delta, static_cast<uint64_t>(c.cfg.get_int("seed")));
-     }});
+     },
+     versions_up_to_delay_max, /*simulates_schedule=*/false});
 }  // namespace
 
 }  // namespace stale

@@ -232,7 +232,9 @@ const bool registered = DelayRegistry::add(
                                             "reads row k mod " + std::to_string(model->horizon()) +
                                             "), or give one row per update");
        return model;
-     }});
+     },
+     // the versions a replayed table's reads reach are known once it is read (its largest delay)
+     nullptr, /*simulates_schedule=*/false});
 }  // namespace
 
 }  // namespace stale

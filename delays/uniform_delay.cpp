@@ -56,6 +56,7 @@ const bool registered = DelayRegistry::add(
     {"uniform", "i.i.d. uniform on {0, ..., min(delta, k)} per update and block: the RPD authors' rule", 2,
      {"delay.max"}, [](const DelayContext& c) {
        return make_uniform_delay(c.cfg.get_int("delay.max"), static_cast<uint64_t>(c.cfg.get_int("seed")));
-     }});
+     },
+     versions_up_to_delay_max, /*simulates_schedule=*/false});
 }  // namespace
 }  // namespace stale

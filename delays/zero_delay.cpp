@@ -17,6 +17,7 @@ namespace {
 const bool registered = DelayRegistry::add(
     {"zero", "fresh reads: rpd is block-coordinate SGD bit for bit", 0, {}, [](const DelayContext&) {
        return make_zero_delay();
-     }});
+     },
+     nullptr, /*simulates_schedule=*/false});
 }  // namespace
 }  // namespace stale

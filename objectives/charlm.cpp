@@ -221,12 +221,44 @@ std::unique_ptr<Objective> make_charlm(const Config& cfg, BackendKind backend) {
 }
 
 namespace {
+
+ObjectiveFootprint charlm_footprint(const Config& cfg, const FootprintContext& ctx) {
+  ObjectiveFootprint fp;
+  // in double: the config's ranges allow E² beyond 2^63. The layouts above in closed form, with
+  // the byte vocabulary's bound V = 256 (the corpus decides V): embeddings V·E + T·E, S − 2
+  // blocks of 12E² + 13E, the final layer norm 2E and the LM head V·E (a test holds this equal
+  // to charlm_parameter_count)
+  const double E = static_cast<double>(cfg.get_int("objective.embedding"));
+  const double T = static_cast<double>(cfg.get_int("objective.context"));
+  const double NH = static_cast<double>(cfg.get_int("objective.heads"));
+  const double S = static_cast<double>(cfg.get_int("objective.stages"));
+  const double B = static_cast<double>(cfg.get_int("objective.batch_size"));
+  const double n = static_cast<double>(cfg.get_int("objective.samples"));
+  const double V = 256;
+  const double layers = std::max(1.0, S - 2);
+  fp.parameters = V * E + T * E + layers * (12 * E * E + 13 * E) + 2 * E + V * E;
+  fp.parameter_keys = "objective.embedding² × objective.stages";
+  fp.element_bytes = cfg.get_string("precision") == "float32" ? 4.0 : 8.0;
+  fp.memory.push_back({"charlm parameters",
+                       "objective.embedding × objective.stages = " + format_count(E) + " × " + format_count(S),
+                       fp.parameters * fp.element_bytes * 4});  // w, gradient, two work copies
+  const double per_block = B * T * (20 * E + 2 * NH * T) + B * T * V * 3;
+  fp.memory.push_back({"charlm activations",
+                       "objective.batch_size × objective.context × objective.embedding = " + format_count(B) + " × " +
+                           format_count(T) + " × " + format_count(E),
+                       per_block * layers * fp.element_bytes * ctx.in_flight});
+  fp.memory.push_back({"charlm training windows", "objective.samples = " + format_count(n), n * 8.0});  // int64 starts
+  return fp;
+}
+
 const bool registered = ObjectiveRegistry::add(
     {"charlm", "character-level GPT (llm.c-style layers) on a text corpus, split into stages by layer", 2,
      {"objective.samples", "objective.embedding", "objective.heads", "objective.context", "objective.data",
       "objective.data_dir"},
      {},
-     make_charlm});
+     make_charlm, charlm_footprint,
+     // each run builds its own: sharing across threads is claimed only where a test holds it (the linear models)
+     /*shared_across_runs=*/false, /*ensembles_on_cpu=*/false});
 }  // namespace
 
 }  // namespace stale

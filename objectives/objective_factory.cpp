@@ -141,6 +141,29 @@ std::unique_ptr<Objective> make_linear_objective(const Config& cfg, BackendKind 
   return make_linear_objective_on(cfg, make_linear_data(cfg), backend);
 }
 
+// the linear models' memory before they are built: the data and the d × d matrices their
+// constants come from
+ObjectiveFootprint linear_footprint(const Config& cfg, const FootprintContext&) {
+  ObjectiveFootprint fp;
+  fp.parameter_keys = "objective.dim";
+  const std::string gen = cfg.get_string("objective.generator");
+  if (gen == "libsvm") return fp;  // the file's feature count: load_libsvm sizes X before allocating it
+  const double n = static_cast<double>(cfg.get_int("objective.samples"));
+  const double d = static_cast<double>(cfg.get_int("objective.dim"));
+  fp.parameters = d;
+  // the random generator orthogonalises an n × d matrix (Householder QR, Q formed): ~3 copies
+  const double copies = gen == "random" ? 3.0 : 1.0;
+  fp.memory.push_back({"data X", "objective.samples × objective.dim = " + format_count(n) + " × " + format_count(d),
+                       copies * n * d * 8.0});
+  // L, μ from the d × d Gram/Hessian, f_* by LDLT (quadratic) or damped Newton (logistic);
+  // nesterov and spectrum build the Hessian itself as well
+  const double dd = (cfg.get_string("objective.name") == "logistic" ? 3.0 : 2.0) +
+                    (gen == "nesterov" || gen == "spectrum" ? 1.0 : 0.0);
+  fp.memory.push_back({"d × d Hessian", "objective.dim × objective.dim = " + format_count(d) + " × " + format_count(d),
+                       dd * d * d * 8.0});
+  return fp;
+}
+
 const bool quadratic = ObjectiveRegistry::add(
     {"quadratic", "least squares (1/2n)||Xw - y||^2 with exact L, mu, f_* and w_*; nonconvex with objective.nonconvex_reg (f_* a lower bound)", 0,
      {"objective.generator", "objective.nonconvex_reg"},
@@ -148,14 +171,14 @@ const bool quadratic = ObjectiveRegistry::add(
       {"nesterov", {"objective.dim", "objective.samples", "objective.mu"}},
       {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
-     make_linear_objective});
+     make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true});
 const bool logistic = ObjectiveRegistry::add(
     {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton; nonconvex with objective.nonconvex_reg", 1,
      {"objective.generator", "objective.l2", "objective.nonconvex_reg"},
      {{"synthetic", {"objective.dim", "objective.samples"}},
       {"libsvm", {"objective.data", "objective.data_dir", "objective.storage"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
-     make_linear_objective});
+     make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true});
 
 }  // namespace
 

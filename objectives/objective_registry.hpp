@@ -11,6 +11,7 @@
 #include "objectives/objective.hpp"
 #include "src/backend/backend.hpp"
 #include "src/config/config.hpp"
+#include "src/core/memory.hpp"
 #include "src/core/registry.hpp"
 
 namespace stale {
@@ -20,6 +21,18 @@ struct GeneratorSpec {
   std::vector<std::string> keys;  // objective.* keys this generator reads
 };
 
+// What an objective will take, from the config alone, before it is built (the resource
+// estimate, src/run/resource_estimate.hpp, adds the method's and the delay model's share).
+struct ObjectiveFootprint {
+  double parameters = 0;         // d; 0 where only the data file knows it (LIBSVM)
+  std::string parameter_keys;    // the keys that drive d, for messages: "objective.dim"
+  double element_bytes = 8;      // of one parameter (float32 char-GPT: 4)
+  std::vector<ResourceItem> memory;  // the objective's own large allocations
+};
+struct FootprintContext {
+  double in_flight = 1;  // micro-batches whose activations are held at once (S for schedule methods)
+};
+
 struct ObjectiveEntry {
   std::string name;
   std::string summary;
@@ -27,6 +40,13 @@ struct ObjectiveEntry {
   std::vector<std::string> keys;          // objective.* keys read whatever the generator
   std::vector<GeneratorSpec> generators;  // empty: objective.generator does not apply
   std::function<std::unique_ptr<Objective>(const Config&, BackendKind)> make;
+  std::function<ObjectiveFootprint(const Config&, const FootprintContext&)> footprint;
+  // one instance may serve every run of a sweep that has the same objective.* keys (its
+  // evaluation is const and thread-safe)
+  bool shared_across_runs = false;
+  // on the cpu, P runs that differ only in method.lr run as one lockstep ensemble (its column
+  // calls are GEMMs over the P columns)
+  bool ensembles_on_cpu = false;
 };
 
 using ObjectiveRegistry = Registry<ObjectiveEntry>;

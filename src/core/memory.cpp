@@ -79,6 +79,13 @@ std::string format_bytes(double bytes) {
   return buf;
 }
 
+std::string format_count(double x) {
+  char buf[64];
+  if (x == std::floor(x) && std::abs(x) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", x);
+  else std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
 void check_memory(double bytes, const std::string& what, const std::string& advice) {
   const double budget = memory_budget_bytes();
   if (!(bytes <= budget))

@@ -21,8 +21,19 @@ double memory_budget_bytes();
 std::string memory_budget_source();
 // 1.5 GiB, 320 MiB, 12 KiB, 17 B
 std::string format_bytes(double bytes);
+// a count in a message: "600", "1000000000000" (integers below 10^15), else "2.5e+17"
+std::string format_count(double x);
 // parses "4096", "512M", "8G", "1.5T" (binary units); nullopt when malformed
 std::optional<double> parse_bytes(const std::string& text);
+
+// One large allocation (or file) a config will cause, named by the keys that drive its size:
+// the unit of the resource estimate (src/run/resource_estimate.hpp), which each component's
+// registry entry contributes to.
+struct ResourceItem {
+  std::string what;  // "data X (n × d)"
+  std::string keys;  // "objective.samples × objective.dim = 600 × 1000000000000"
+  double bytes = 0;
+};
 
 // Throws a one-line UserError "<what> needs <bytes> of memory but <budget> ...; <advice>"
 // when bytes exceeds the budget. `what` names the input that drives the size.

@@ -5,8 +5,12 @@
 #include <filesystem>
 #include <string>
 
+#include "delays/delay_registry.hpp"
+#include "objectives/objective_registry.hpp"
+#include "optimizers/method_registry.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
+#include "src/pipeline/schedule.hpp"
 
 namespace stale {
 
@@ -19,14 +23,7 @@ constexpr double kBytesPerOp = 48.0;
 constexpr double kMetricSeries = 24.0;       // /metrics/* columns, 8 bytes each per row
 constexpr double kMaxDelayEntries = 1e7;     // RunLog::kMaxDelayEntries
 
-bool is_schedule_method(const std::string& m) { return m != "sgd" && m != "bcd" && m != "rpd"; }
-
-std::string num(double x) {
-  char buf[64];
-  if (x == std::floor(x) && std::abs(x) < 1e15) std::snprintf(buf, sizeof buf, "%.0f", x);
-  else std::snprintf(buf, sizeof buf, "%.3g", x);
-  return buf;
-}
+std::string num(double x) { return format_count(x); }
 
 // the memory a run needs for the largest items, for messages: "a (keys): 1.2 GiB"
 std::string describe(const std::vector<ResourceItem>& items, double total) {
@@ -75,83 +72,49 @@ double ResourceEstimate::disk_bytes() const {
 
 ResourceEstimate estimate_resources(const Config& cfg) {
   ResourceEstimate e;
-  // everything in double: products of keys up to 2^31 overflow no integer here
-  const std::string name = cfg.get_string("objective.name");
-  const std::string gen = cfg.get_string("objective.generator");
-  const std::string method = cfg.get_string("method.name");
+  // everything in double: products of keys up to 2^31 overflow no integer here. What each
+  // component takes comes from its registry entry: the objective's footprint, the method's
+  // kind and schedule, the delay model's versions.
+  const MethodEntry& method = method_entry(cfg.get_string("method.name"));
+  const DelayEntry& delay = delay_entry(cfg.get_string("delay.name"));
   const double K = static_cast<double>(cfg.get_int("method.updates"));
   const double S = static_cast<double>(cfg.get_int("objective.stages"));
-  const double n = static_cast<double>(cfg.get_int("objective.samples"));
-  const double B = static_cast<double>(cfg.get_int("objective.batch_size"));
-  const bool schedule_method = is_schedule_method(method);
-  const bool f32 = cfg.get_string("precision") == "float32";
-  const double elem = name == "charlm" && f32 ? 4.0 : kDouble;
+  const bool schedule_method = method.kind == MethodKind::ScheduleDriven;
+  const bool delay_driven = method.kind == MethodKind::DelayDriven;
 
-  double d = 0;
-  std::string d_keys = "objective.dim";
-  if (name == "charlm") {
-    // parameters of the char-level GPT with a byte vocabulary (V ≤ 256): embeddings V·E + T·E,
-    // S − 2 blocks of 12E² + 13E, final layer norm 2E and the LM head V·E
-    const double E = static_cast<double>(cfg.get_int("objective.embedding"));
-    const double T = static_cast<double>(cfg.get_int("objective.context"));
-    const double NH = static_cast<double>(cfg.get_int("objective.heads"));
-    const double V = 256;
-    const double layers = std::max(1.0, S - 2);
-    d = V * E + T * E + layers * (12 * E * E + 13 * E) + 2 * E + V * E;
-    d_keys = "objective.embedding² × objective.stages";
-    e.memory.push_back({"charlm parameters", "objective.embedding × objective.stages = " + num(E) + " × " + num(S),
-                        d * elem * 4});  // w, gradient, two work copies
-    const double per_block = B * T * (20 * E + 2 * NH * T) + B * T * V * 3;
-    const double in_flight = schedule_method ? S : 1;
-    e.memory.push_back({"charlm activations",
-                        "objective.batch_size × objective.context × objective.embedding = " + num(B) + " × " + num(T) +
-                            " × " + num(E),
-                        per_block * layers * elem * in_flight});
-    // training-window starts (8 bytes each)
-    e.memory.push_back({"charlm training windows", "objective.samples = " + num(n), n * kDouble});
-  } else if (gen == "libsvm") {
-    d = 0;  // the file's feature count: load_libsvm sizes X before allocating it
-  } else {
-    d = static_cast<double>(cfg.get_int("objective.dim"));
-    // the random generator orthogonalises an n × d matrix (Householder QR, Q formed): ~3 copies
-    const double copies = gen == "random" ? 3.0 : 1.0;
-    e.memory.push_back({"data X", "objective.samples × objective.dim = " + num(n) + " × " + num(d),
-                        copies * n * d * kDouble});
-    // L, μ from the d × d Gram/Hessian, f_* by LDLT (quadratic) or damped Newton (logistic);
-    // nesterov and spectrum build the Hessian itself as well
-    const double dd = (name == "logistic" ? 3.0 : 2.0) + (gen == "nesterov" || gen == "spectrum" ? 1.0 : 0.0);
-    e.memory.push_back({"d × d Hessian", "objective.dim × objective.dim = " + num(d) + " × " + num(d), dd * d * d * kDouble});
-  }
+  const ObjectiveEntry& objective = objective_entry(cfg.get_string("objective.name"));
+  ObjectiveFootprint fp;
+  if (objective.footprint) fp = objective.footprint(cfg, FootprintContext{schedule_method ? S : 1.0});
+  const double d = fp.parameters;
+  const double elem = fp.element_bytes;
+  const std::string& d_keys = fp.parameter_keys;
+  e.memory.insert(e.memory.end(), fp.memory.begin(), fp.memory.end());
 
   if (d > 0) {
     const std::string& opt = cfg.get_string("method.optimizer");
     const double state = opt == "adamw" ? 2.0 : opt == "momentum" ? 1.0 : 0.0;
-    if (method == "rpd") {
-      const std::string& delay = cfg.get_string("delay.name");
-      if (delay == "constant" || delay == "uniform" || delay == "geometric") {
-        const double delta = static_cast<double>(cfg.get_int("delay.max"));
-        e.memory.push_back({"version store", "delay.max × " + d_keys + " = " + num(delta) + " × " + num(d),
-                            (delta + 1) * d * elem});
-      } else if (delay == "schedule") {
-        e.memory.push_back({"version store", "objective.stages × " + d_keys + " = " + num(S) + " × " + num(d),
-                            (S * S + 1) * d / std::max(1.0, S) * elem});
-      }
+    if (delay_driven && delay.versions_held) {
+      const double versions = delay.versions_held(cfg, S);
+      e.memory.push_back({"version store",
+                          (delay.simulates_schedule ? "objective.stages × " : "delay.max × ") + d_keys + " = " +
+                              num(delay.simulates_schedule ? S : versions - 1) + " × " + num(d),
+                          versions * d * elem});
     }
     if (schedule_method) {
       e.memory.push_back({"stashed weight versions", "objective.stages × " + d_keys + " = " + num(S) + " × " + num(d),
                           (S + 1 + state) * d * elem});
-    }
-    if (method == "localsgd") {
-      double R = static_cast<double>(cfg.get_int("method.replicas"));
-      if (R == 0) R = S;
-      e.memory.push_back({"model replicas", "method.replicas × " + d_keys + " = " + num(R) + " × " + num(d),
-                          R * (2 + state) * d * elem});
+      if (schedule_info(method.schedule).replicated) {
+        double R = static_cast<double>(cfg.get_int("method.replicas"));
+        if (R == 0) R = S;
+        e.memory.push_back({"model replicas", "method.replicas × " + d_keys + " = " + num(R) + " × " + num(d),
+                            R * (2 + state) * d * elem});
+      }
     }
   }
 
   // the schedule as data: ~3 ops (F, B, W) per stage per micro-batch; K updates need about
   // K / S micro-batches of S stages each when M is left to the executor
-  const bool simulates = schedule_method || (method == "rpd" && cfg.get_string("delay.name") == "schedule");
+  const bool simulates = schedule_method || (delay_driven && delay.simulates_schedule);
   if (simulates) {
     const double M = static_cast<double>(cfg.get_int("method.microbatches"));
     double chunks = static_cast<double>(cfg.get_int("method.chunks"));
@@ -178,7 +141,7 @@ ResourceEstimate estimate_resources(const Config& cfg) {
                           ops * kBytesPerOp});
     }
   }
-  const bool stale_reads = method != "sgd" && method != "bcd";
+  const bool stale_reads = method.kind != MethodKind::Fresh;
   if (stale_reads && cfg.get_bool("log.delays"))
     e.memory.push_back({"delay table", "method.updates × objective.stages = " + num(K) + " × " + num(S),
                         std::min(K * S, kMaxDelayEntries) * kDouble});

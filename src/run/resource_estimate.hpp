@@ -24,14 +24,9 @@
 #include <vector>
 
 #include "src/config/config.hpp"
+#include "src/core/memory.hpp"
 
 namespace stale {
-
-struct ResourceItem {
-  std::string what;  // "data X (n × d)"
-  std::string keys;  // "objective.samples × objective.dim = 600 × 1000000000000"
-  double bytes = 0;
-};
 
 struct ResourceEstimate {
   std::vector<ResourceItem> memory;  // large allocations

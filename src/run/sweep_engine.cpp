@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "objectives/objective_factory.hpp"
+#include "objectives/objective_registry.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
@@ -56,13 +57,13 @@ std::string eta_text(double seconds) {
 }
 
 // Objectives shared between the runs of one sweep that read the same data: the key is every
-// objective.* key with the seed, backend and precision. Only the linear models are shared
-// (their evaluation is const and thread-safe); an entry is dropped when its last run is done.
+// objective.* key with the seed, backend and precision. Only objectives whose registry entry
+// says so are shared (their evaluation is const and thread-safe); an entry is dropped when its
+// last run is done.
 class ObjectiveCache {
  public:
   static std::string key(const Config& cfg) {
-    const std::string name = cfg.get_string("objective.name");
-    if (name != "quadratic" && name != "logistic") return "";
+    if (!objective_entry(cfg.get_string("objective.name")).shared_across_runs) return "";
     std::string k;
     for (const auto& spec : config_schema())
       if (spec.key.rfind("objective.", 0) == 0 || spec.key == "seed" || spec.key == "backend" ||
@@ -110,10 +111,9 @@ class ObjectiveCache {
 };
 
 // whether runs of this config may share a lockstep ensemble: a method with an ensemble loop
-// over an objective whose column calls are GEMMs (the linear models' CPU twin)
+// over an objective whose column calls are GEMMs on the cpu (its registry entry says so)
 bool batches_columns(const Config& cfg) {
-  const std::string& objective = cfg.get_string("objective.name");
-  if (objective != "quadratic" && objective != "logistic") return false;
+  if (!objective_entry(cfg.get_string("objective.name")).ensembles_on_cpu) return false;
   if (resolve_backend(cfg.get_string("backend")) != BackendKind::Cpu) return false;
   const MethodKind kind = method_entry(cfg.get_string("method.name")).kind;
   // a coupled timeline follows each run's own state: no two runs share it

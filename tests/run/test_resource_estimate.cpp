@@ -5,9 +5,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <tuple>
 
+#include "objectives/charlm.hpp"
+#include "objectives/objective_registry.hpp"
+#include "optimizers/method_registry.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
+#include "src/pipeline/schedule.hpp"
 #include "src/run/resource_estimate.hpp"
 #include "tests/test_util.hpp"
 
@@ -99,3 +104,47 @@ TEST_CASE("MemoryLimitParsesBinaryUnitsAndRefusesGarbage") {
 }
 
 TEST_SUITE_END();
+
+// The estimate asks each component's registry entry (issue: a fresh-read method outside
+// {sgd, bcd, rpd} was estimated as a schedule method, charlm's parameter count was re-derived in
+// the estimate): every registered method is estimated by its kind, every objective has a
+// footprint, and charlm's footprint counts the parameters its layouts allocate.
+TEST_CASE("TheEstimateReadsEachComponentsRegistryEntry") {
+  for (const auto& m : MethodRegistry::entries()) {
+    Config cfg;
+    cfg.apply_override("method.name=\"" + m.name + "\"");
+    cfg.apply_override("log.delays=true");
+    cfg.apply_override("delay.name=\"uniform\"");
+    cfg.apply_override("delay.max=8");
+    const ResourceEstimate e = estimate_resources(cfg);
+    auto has = [&](const std::string& what) {
+      for (const auto& i : e.memory)
+        if (i.what == what) return true;
+      return false;
+    };
+    INFO(m.name);
+    CHECK(has("stashed weight versions") == (m.kind == MethodKind::ScheduleDriven));
+    CHECK(has("simulated schedule") == (m.kind == MethodKind::ScheduleDriven));
+    CHECK(has("delay table") == (m.kind != MethodKind::Fresh));
+    CHECK(has("model replicas") == (m.kind == MethodKind::ScheduleDriven && schedule_info(m.schedule).replicated));
+    CHECK(has("version store") == (m.kind == MethodKind::DelayDriven));
+  }
+  for (const auto& o : ObjectiveRegistry::entries()) {
+    INFO(o.name);
+    CHECK(static_cast<bool>(o.footprint));
+  }
+  for (const auto& [E, T, S] : {std::tuple{64, 32, 6}, {48, 16, 3}, {128, 64, 10}}) {
+    Config cfg;
+    cfg.apply_override("objective.name=\"charlm\"");
+    cfg.apply_override("objective.embedding=" + std::to_string(E));
+    cfg.apply_override("objective.context=" + std::to_string(T));
+    cfg.apply_override("objective.stages=" + std::to_string(S));
+    CharLmShape sh;
+    sh.V = 256;  // the footprint's bound on a byte vocabulary
+    sh.E = E;
+    sh.T = T;
+    sh.S = S;
+    const ObjectiveFootprint fp = objective_entry("charlm").footprint(cfg, FootprintContext{});
+    CHECK(fp.parameters == static_cast<double>(charlm_parameter_count(sh)));
+  }
+}
