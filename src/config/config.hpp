@@ -26,6 +26,9 @@ struct KeySpec {
   bool min_exclusive = false;
   bool max_exclusive = false;  // AdamW's β < 1: at β = 1 the moment never moves and the step divides by zero
   bool scalar_or_list = false;  // FloatList/IntList that also accept a single number
+  // names a component: the valid values are its registry's (set_choice_source), checked where
+  // the registry is linked; a program of the lower layers alone accepts any name here
+  bool registry_choices = false;
 };
 
 // The schema: every key the harness knows, in README table order.

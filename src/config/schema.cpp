@@ -27,6 +27,13 @@ KeySpec Str(std::string k, std::string d, std::string m, std::vector<std::string
   s.choices = std::move(choices);
   return s;
 }
+// a key that names a component: its valid values are the registry's (set_choice_source), never
+// a list here, so that a new component is one file with no edit to this one
+KeySpec Component(std::string k, std::string d, std::string m) {
+  KeySpec s = Str(std::move(k), std::move(d), std::move(m));
+  s.registry_choices = true;
+  return s;
+}
 KeySpec FloatList(std::string k, std::vector<double> d, std::string m, double lo) {
   KeySpec s{std::move(k), KeyType::FloatList, std::move(d), std::move(m)};
   s.min = lo;
@@ -48,11 +55,11 @@ const std::vector<KeySpec>& config_schema() {
       Str("precision", "float64", "floating-point precision of the cuda backend (the cpu backend is float64, except for charlm, whose cpu twin honours it)",
           {"float64", "float32", "tf32"}),
 
-      Str("objective.name", "quadratic", "objective family (charlm: the char-level GPT of E5; objective.generator is ignored)",
-          {"quadratic", "logistic", "charlm"}),
-      Str("objective.generator", "random",
-          "data generator: random | nesterov | spectrum (quadratic); synthetic | libsvm (logistic); file (either: your X, y in objective.data)",
-          {"random", "nesterov", "spectrum", "synthetic", "libsvm", "file"}),
+      Component("objective.name", "quadratic",
+                "objective family (`stale list` describes each; charlm, the char-level GPT of E5, reads no generator)"),
+      Component("objective.generator", "random",
+                "data generator of the objective family (`stale list` shows which family reads which; file: your X, y "
+                "in objective.data)"),
       Int("objective.dim", 512, "dimension d (ignored for libsvm and file: the file's feature count)", 1, 2147483647.0),
       Int("objective.samples", 600, "number of samples n (ignored for libsvm and file: the file's rows; charlm: training windows of T + 1 characters)", 1, 2147483647.0),
       Int("objective.batch_size", 10, "samples per mini-batch; the data is a fixed partition into n / batch_size batches", 1, 2147483647.0),
@@ -79,11 +86,9 @@ const std::vector<KeySpec>& config_schema() {
       Int("objective.heads", 4, "charlm: attention heads per transformer block (head size E / heads)", 1, 2147483647.0),
       Int("objective.context", 32, "charlm: context length T (characters per window; a window holds T + 1)", 1, 2147483647.0),
 
-      Str("method.name", "rpd",
-          "method: sgd, bcd, rpd (update rules over delay models); pipedream, pipedream-capped, pipedream-nostash, "
-          "paci, localsgd, gpipe, 1f1b-flush, 2bw, pipemare, interleaved, zb-h1 (executed over a pipeline schedule)",
-          {"sgd", "bcd", "rpd", "pipedream", "pipedream-capped", "pipedream-nostash", "paci", "localsgd", "gpipe",
-           "1f1b-flush", "2bw", "pipemare", "interleaved", "zb-h1"}),
+      Component("method.name", "rpd",
+                "method: an update rule with fresh reads, over a delay model, or executed over a pipeline schedule "
+                "(`stale list` gives each one's kind, rule and paper)"),
       Float("method.lr", 0.01, "step size γ (the peak rate for lr_schedule = cosine)", 0.0, true),
       Int("method.updates", 3200, "run length K in block updates (an sgd step counts S block updates)", 1, 1e12),
       Float("method.time_budget", 0.0,
@@ -109,17 +114,16 @@ const std::vector<KeySpec>& config_schema() {
       Float("method.lr_min", 0.0, "cosine: final learning rate", 0.0),
       Bool("method.prediction", true, "pipemare: extrapolate each block by its velocity times its delay before F"),
 
-      Str("delay.name", "zero", "delay model for rpd",
-          {"zero", "constant", "uniform", "geometric", "table", "schedule"}),
+      Component("delay.name", "zero", "delay model for rpd"),
       Int("delay.max", 0, "delay bound δ (constant: the delay; uniform: draws from {0..min(δ,k)}; geometric: truncation)", 0, 1e12),
       Float("delay.mean", 1.0, "geometric: mean of the (untruncated) geometric delay", 0.0),
       Str("delay.path", "", "table: a CSV (one row per update, one column per block; README \"Delay tables\") or a run/schedule .h5 file with /delays"),
       Bool("delay.table_repeat", false,
            "table: repeat the table's P rows periodically (update k reads row k mod P, capped at k); false = the table "
            "needs a row for every update"),
-      Str("delay.schedule", "pipedream",
-          "schedule: the pipeline schedule whose exact delay table RPD replays (simulated with method.* and [costs])",
-          {"naive", "gpipe", "1f1b-flush", "pipedream", "paci", "2bw", "interleaved", "zb-h1", "localsgd"}),
+      Component("delay.schedule", "pipedream",
+                "schedule: the pipeline schedule whose exact delay table RPD replays (simulated with method.* and "
+                "[costs])"),
       Bool("delay.follow_order", false,
            "schedule: also take the schedule's stage order and batch order instead of uniform draws"),
 

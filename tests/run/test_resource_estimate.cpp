@@ -148,3 +148,21 @@ TEST_CASE("TheEstimateReadsEachComponentsRegistryEntry") {
     CHECK(fp.parameters == static_cast<double>(charlm_parameter_count(sh)));
   }
 }
+
+// Keys that name a component take their valid values from the registry alone (no list in
+// src/config/schema.cpp to keep in step): with every layer linked, each has its registry's names.
+TEST_CASE("KeysThatNameAComponentChooseFromItsRegistry") {
+  int keys = 0;
+  for (const auto& spec : config_schema()) {
+    if (!spec.registry_choices) continue;
+    INFO(spec.key);
+    CHECK(spec.choices.empty());
+    const auto names = choices_of(spec);
+    CHECK(!names.empty());
+    CHECK(std::find(names.begin(), names.end(), std::get<std::string>(spec.fallback)) != names.end());
+    ++keys;
+  }
+  CHECK(keys == 5);  // objective.name, objective.generator, method.name, delay.name, delay.schedule
+  Config cfg;
+  CHECK_THROWS_WITH_AS(cfg.apply_override("method.name=\"pipedreem\""), doctest::Contains("pipedream"), UserError);
+}
