@@ -1,13 +1,15 @@
 // Lockstep ensembles (docs/design.md "Ensembles"): every column's run file equals its
 // separate run's — bit for bit on least squares (the tracker's products sum each column as
 // the single tracker does, src/core/block_product.hpp) and for one column, to rounding on
-// logistic regression (its gradient Xᵀ ℓ'(XW) is a GEMM) — for rpd, pipedream, paci, localsgd
-// and 1f1b-flush, with a diverging column among converging ones.
+// logistic regression (its gradient Xᵀ ℓ'(XW) is a GEMM) — for every registered method that
+// forms ensembles, with a diverging column among converging ones.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <filesystem>
 
+#include "objectives/objective_registry.hpp"
+#include "optimizers/method_registry.hpp"
 #include "src/io/h5.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/sweep.hpp"
@@ -100,6 +102,32 @@ constexpr double kColumnTolerance = 1e-12;
 }  // namespace
 
 TEST_SUITE("run") {
+
+// Every registered method that forms ensembles (all but the fresh-read ones) on every objective
+// whose registry entry says its cpu twin batches columns: each column equals its run alone, bit
+// for bit for one column and on least squares, to kColumnTolerance on logistic. Iterates the
+// registries, so a new method or objective is covered without an edit here.
+TEST_CASE("EveryRegisteredMethodsEnsembleColumnsEqualItsSeparateRuns") {
+  int pairs = 0;
+  for (const auto& o : ObjectiveRegistry::entries()) {
+    if (!o.ensembles_on_cpu) continue;
+    for (const auto& m : MethodRegistry::entries()) {
+      if (m.kind == MethodKind::Fresh) continue;
+      CAPTURE(o.name);
+      CAPTURE(m.name);
+      const std::string extra = m.kind == MethodKind::DelayDriven ? "[delay]\nname = \"uniform\"\nmax = 5\n" : "";
+      std::string body = base(o.name, m.name, extra);
+      const std::string gen = "generator = \"" + std::string(o.name == "quadratic" ? "random" : "synthetic") + "\"";
+      body.replace(body.find(gen), gen.size(), "generator = \"" + o.generators.front().name + "\"");
+      CHECK(ensemble_vs_separate("registry-one-" + o.name + "-" + m.name, body, {0.01}) == 0.0);
+      const double worst = ensemble_vs_separate("registry-" + o.name + "-" + m.name, body, {0.002, 0.005, 0.01, 0.02});
+      if (o.name == "quadratic") CHECK(worst == 0.0);
+      else CHECK(worst <= kColumnTolerance);
+      ++pairs;
+    }
+  }
+  CHECK(pairs >= 2 * 12);  // quadratic and logistic × rpd and the eleven schedule methods, at least
+}
 
 TEST_CASE("OneColumnEnsembleIsItsSeparateRunBitForBit") {
   for (const std::string method : {"rpd", "pipedream", "paci", "localsgd"}) {
