@@ -87,19 +87,13 @@ const double* LinearModelCpu<Loss>::batch_copy(int m) const {
 
 template <class Loss>
 double LinearModelCpu<Loss>::value(const Vec& w) const {
-  double f = convex_value(w);
-  if (reg_.active()) f += reg_.value(w);
-  return f;
+  return reg_.added_to(convex_value(w), w);
 }
 
 template <class Loss>
 double LinearModelCpu<Loss>::value_grad(const Vec& w, Vec& grad) const {
-  double f = convex_value_grad(w, grad);
-  if (reg_.active()) {
-    f += reg_.value(w);
-    reg_.add_gradient(w, grad);
-  }
-  return f;
+  const double convex = convex_value_grad(w, grad);
+  return reg_.added_to(convex, w, grad);
 }
 
 template <class Loss>

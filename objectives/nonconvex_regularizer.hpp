@@ -55,6 +55,14 @@ struct NonconvexRegularizer {
   void add_gradient_cols(const Mat& W, Mat& G) const {
     for (Index p = 0; p < W.cols(); ++p) add_gradient(W.col(p).data(), W.rows(), G.col(p).data());
   }
+  // f = convex + r at w, and with grad = ∇convex turned into ∇f: value and value_grad of every
+  // linear twin (nothing added when λ = 0, so those stay the convex part bit for bit)
+  double added_to(double convex, const Vec& w) const { return active() ? convex + value(w) : convex; }
+  double added_to(double convex, const Vec& w, Vec& grad) const {
+    if (!active()) return convex;
+    add_gradient(w, grad);
+    return convex + value(w);
+  }
 };
 
 // The constants of f = convex part + r, from the convex part's (data term + (l2/2)‖w‖²):
