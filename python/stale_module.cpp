@@ -317,23 +317,13 @@ nb::dict schedule(const std::string& name, int stages, int64_t microbatches, int
   d["updates_per_block"] = to_numpy(r.updates_per_block);
   d["total_updates"] = r.total_updates;
   // the timeline: one row per op, device programs in order (the schedule file's /schedule)
-  const size_t n = s.ops.size();
-  std::vector<int64_t> stage(n), block(n), kind(n), mb(n), flags(n);
-  for (int dev = 0; dev < s.stages; ++dev)
-    for (int64_t i = s.offsets[dev]; i < s.offsets[dev + 1]; ++i) {
-      const Op& op = s.ops[i];
-      stage[i] = dev;
-      block[i] = op.block;
-      kind[i] = static_cast<int64_t>(op.kind);
-      mb[i] = op.microbatch;
-      flags[i] = op.flags;
-    }
+  OpTable ops = op_table(s);
   nb::dict t;
-  t["stage"] = to_numpy(std::move(stage));
-  t["block"] = to_numpy(std::move(block));
-  t["kind"] = to_numpy(std::move(kind));
-  t["microbatch"] = to_numpy(std::move(mb));
-  t["flags"] = to_numpy(std::move(flags));
+  t["stage"] = to_numpy(std::move(ops.stage));
+  t["block"] = to_numpy(std::move(ops.block));
+  t["kind"] = to_numpy(std::move(ops.kind));
+  t["microbatch"] = to_numpy(std::move(ops.microbatch));
+  t["flags"] = to_numpy(std::move(ops.flags));
   t["start"] = to_numpy(r.start);
   t["end"] = to_numpy(r.end);
   d["timeline"] = t;

@@ -141,24 +141,14 @@ bool write_schedule_group(hid_t parent, const Schedule& s, const SimResult& r, b
   h5::write_vector(g.id(), "inflight_bound", s.inflight_bound);
   const bool have_timeline = r.start.size() == s.ops.size();
   if (timeline && have_timeline) {
-    const size_t n = s.ops.size();
-    std::vector<int64_t> stage(n), block(n), kind(n), mb(n), flags(n);
-    for (int d = 0; d < s.stages; ++d)
-      for (int64_t i = s.offsets[d]; i < s.offsets[d + 1]; ++i) {
-        const Op& op = s.ops[i];
-        stage[i] = d;
-        block[i] = op.block;
-        kind[i] = static_cast<int64_t>(op.kind);
-        mb[i] = op.microbatch;
-        flags[i] = op.flags;
-      }
+    const OpTable t = op_table(s);
     h5::write_vector(g.id(), "start", r.start);
     h5::write_vector(g.id(), "end", r.end);
-    h5::write_vector(g.id(), "stage", stage);
-    h5::write_vector(g.id(), "block", block);
-    h5::write_vector(g.id(), "kind", kind);
-    h5::write_vector(g.id(), "microbatch", mb);
-    h5::write_vector(g.id(), "flags", flags);
+    h5::write_vector(g.id(), "stage", t.stage);
+    h5::write_vector(g.id(), "block", t.block);
+    h5::write_vector(g.id(), "kind", t.kind);
+    h5::write_vector(g.id(), "microbatch", t.microbatch);
+    h5::write_vector(g.id(), "flags", t.flags);
   }
   return timeline && have_timeline;
 }

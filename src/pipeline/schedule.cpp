@@ -182,4 +182,20 @@ void flag_flush(Schedule& s, int64_t m) {
 
 }  // namespace detail
 
+OpTable op_table(const Schedule& s) {
+  const size_t n = s.ops.size();
+  OpTable t;
+  for (auto* c : {&t.stage, &t.block, &t.kind, &t.microbatch, &t.flags}) c->resize(n);
+  for (int d = 0; d < s.stages; ++d)
+    for (int64_t i = s.offsets[d]; i < s.offsets[d + 1]; ++i) {
+      const Op& op = s.ops[i];
+      t.stage[i] = d;
+      t.block[i] = op.block;
+      t.kind[i] = static_cast<int64_t>(op.kind);
+      t.microbatch[i] = op.microbatch;
+      t.flags[i] = op.flags;
+    }
+  return t;
+}
+
 }  // namespace stale

@@ -132,4 +132,11 @@ Schedule make_schedule(const std::string& name, const ScheduleParams& params);
 // order per block). Throws InternalError describing the first violation.
 void check_schedule(const Schedule& s);
 
+// The ops as columns, one row per op in device-program order (s.ops' order): the schedule
+// file's /schedule op table and Python's timeline.
+struct OpTable {
+  std::vector<int64_t> stage, block, kind, microbatch, flags;
+};
+OpTable op_table(const Schedule& s);
+
 }  // namespace stale
