@@ -89,7 +89,8 @@ int cmd_run(const std::string& config_path, const std::vector<std::string>& over
     }
   }
   o.progress = !quiet && (resume.empty() ? cfg.get_bool("log.progress") : true);
-  const RunResult r = cont && resume.empty() ? run_or_resume(cfg, out.empty() ? default_run_path(cfg) : out, o)
+  o.overrides = overrides;
+  const RunResult r = cont && resume.empty() ? run_or_resume(cfg, out.empty() ? default_run_path(cfg, overrides) : out, o)
                                              : run_experiment(cfg, out, o);
   std::printf("%s\n", run_summary_line(r).c_str());
   if (r.status == "interrupted") {
@@ -150,7 +151,7 @@ int main(int argc, char** argv) {
   run->add_flag("--drop-unread", drop_unread,
                 "drop (reset to their defaults) the keys this run would not read, e.g. delay.* after "
                 "method.name=pipedream, instead of refusing them");
-  run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>.h5)");
+  run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>[_<key=value>...].h5, named by the overrides)");
   run->add_flag("--quiet,-q", quiet, "no progress on stderr");
   run->add_flag("--force", force,
                 "replace a finished run file or discard a resumable RUN.h5.partial at the output path; with --resume: "

@@ -158,7 +158,7 @@ const std::vector<KeySpec>& config_schema() {
             0.0),
       Int("log.delay_window", 0, "updates per window of /delay_moments (mean, second moment and max of the delays per block; schedule methods); 0 = K/50", 0, 1e12),
       Bool("log.delays", true, "write the K × S delay table /delays while K·S ≤ 10^7 (the per-block summary is always written)"),
-      Str("log.out", "", "run file path; empty = runs/<config name>.h5 (the CLI's --out wins)"),
+      Str("log.out", "", "run file path; empty = runs/<config name>[_<key=value>…].h5, named by the command line's overrides (the CLI's --out wins)"),
       Bool("log.progress", true, "progress lines on stderr"),
       Float("log.flush_seconds", 5.0,
             "seconds between writes of the run file's buffered series and of a checkpoint into the .partial (what a "

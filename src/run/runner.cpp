@@ -1,5 +1,6 @@
 #include "src/run/runner.hpp"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -14,6 +15,7 @@
 #include "src/backend/backend.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/core/sha256.hpp"
 #include "src/io/write_lock.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/run/interrupt.hpp"
@@ -57,10 +59,22 @@ bool writer_is_alive(const PartialRun& p) {
 }
 }  // namespace
 
-std::string default_run_path(const Config& cfg) {
+std::string default_run_path(const Config& cfg, const std::vector<std::string>& overrides) {
   if (!cfg.get_string("log.out").empty()) return cfg.get_string("log.out");
   const std::string stem = cfg.origin().empty() ? "run" : std::filesystem::path(cfg.origin()).stem().string();
-  return "runs/" + stem + ".h5";
+  // the overrides name the file, so that a run of the same config with other keys does not
+  // meet the first one's file: runs/quickstart_delay.max=420_method.lr=0.0078125.h5
+  std::string suffix;
+  for (const auto& o : overrides) {
+    suffix += '_';
+    for (char c : o) suffix += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == '-' ? c : '-';
+  }
+  if (suffix.size() > 96) {  // too long for a name a reader can use: a short hash stands for them
+    std::string all;
+    for (const auto& o : overrides) all += o + '\n';
+    suffix = "_" + sha256_text(all).substr(0, 12);
+  }
+  return "runs/" + stem + suffix + ".h5";
 }
 
 void check_run_path(const std::string& path, const std::string& source) {
@@ -137,7 +151,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   // the run's path and its lock before anything else: one writer per run file
   const std::string path = !options.resume_from.empty()
                                ? partial_target(options.resume_from)
-                               : (out_path.empty() ? default_run_path(given_cfg) : out_path);
+                               : (out_path.empty() ? default_run_path(given_cfg, options.overrides) : out_path);
   if (options.resume_from.empty())
     check_run_path(path, out_path.empty() ? (given_cfg.get_string("log.out").empty() ? "the run path" : "log.out") : "--out");
   const WriteLock lock(path, "run");

@@ -34,7 +34,10 @@ struct RunResult {
 // a sweep's log holds for a finished run
 std::string run_summary_line(const RunResult& r);
 
-std::string default_run_path(const Config& cfg);
+// log.out, else runs/<config file's stem>[_<override>…].h5 (overrides as given on the command
+// line, each key=value with characters outside [A-Za-z0-9.=-] as '-'; a 12-digit hash of them
+// when that would pass 96 characters)
+std::string default_run_path(const Config& cfg, const std::vector<std::string>& overrides = {});
 // Refuses a run path that names a folder (an existing one, or one ending in '/'), before any
 // computing; `source` says where it came from ("--out", "log.out") for the one-line error.
 void check_run_path(const std::string& path, const std::string& source);
@@ -60,6 +63,9 @@ struct RunOptions {
   // this very config, else run afresh
   bool continue_checkpoint = false;
   int64_t stop_after = 0;  // tests: stop as if interrupted once k ≥ stop_after
+  // the command line's overrides, which name the run file when there is no --out or log.out
+  // (default_run_path)
+  std::vector<std::string> overrides;
 };
 // run_experiment with every option; a run stopped by SIGINT/SIGTERM (or stop_after) returns
 // status "interrupted" and leaves its .partial with a checkpoint. The run holds OUT.lock

@@ -160,3 +160,32 @@ TEST_CASE("VersionIsOneLineWithTheGitSha") {
 }
 
 TEST_SUITE_END();
+
+// Without --out the overrides name the run file (the README's second command, a run of the
+// same config with other keys, met the first one's file and was refused): runs/c.h5, then
+// runs/c_method.lr=0.02.h5 beside it; a second run of either is refused, as with --out.
+TEST_CASE("TheDefaultRunFileIsNamedByTheConfigAndItsOverrides") {
+  const auto dir = test::temp_dir("default-name");
+  test::write_file(dir / "c.toml", kBase);
+  auto run_in_dir = [&](const std::string& args, std::string& out) {
+    return test::run_command("cd " + dir.string() + " && " + test::stale_bin() + " run c.toml " + args + " --quiet", out);
+  };
+  std::string out;
+  CHECK(run_in_dir("", out) == 0);
+  CHECK(fs::exists(dir / "runs" / "c.h5"));
+  CHECK(run_in_dir("method.lr=0.02 delay.name=uniform", out) == 0);
+  CAPTURE(out);
+  CHECK(fs::exists(dir / "runs" / "c_method.lr=0.02_delay.name=uniform.h5"));
+  CHECK(run_in_dir("method.lr=0.02 delay.name=uniform", out) != 0);
+  CHECK(out.find("runs/c_method.lr=0.02_delay.name=uniform.h5: a finished run file is already there") != std::string::npos);
+  // a path in a value cannot make a folder; many overrides are a short hash
+  CHECK(run_in_dir("log.every=5 method.lr=0.0100000000000000001 seed=1 objective.samples=40 method.updates=50 "
+                   "objective.batch_size=4 objective.dim=16",
+                   out) == 0);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir / "runs")) {
+    ++files;
+    CHECK(e.path().filename().string().size() < 110);
+  }
+  CHECK(files == 3);
+}
