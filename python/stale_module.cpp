@@ -191,7 +191,7 @@ nb::dict run(const std::string& path, const std::string& text, const std::vector
   InMemoryRun m;
   {
     Released r;
-    m = run_in_memory(cfg, objective);
+    m = run_in_memory(cfg, objective, progress);
   }
   const RunResult& res = m.result;
   d["status"] = res.status;

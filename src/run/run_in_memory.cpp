@@ -90,7 +90,7 @@ class MemoryLog final : public RunLog {
 
 }  // namespace
 
-InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> objective) {
+InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> objective, bool progress) {
   const auto t0 = std::chrono::steady_clock::now();
   // the runner's checks, in its order (src/run/runner.cpp)
   check_unread_keys(cfg);
@@ -101,7 +101,7 @@ InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> ob
   const RunPlan plan = method->plan(*f);
   InMemoryRun out;
   RunSession session(cfg, std::make_unique<MemoryLog>(out, f->stages(), RunSession::keeps_delay_table(cfg, *f, plan)), f,
-                     *method, plan, t0);
+                     *method, plan, t0, progress);
   Vec w = session.initial_point();
   const RunReport report = method->run(*f, plan, w, session.observer());
   out.result = session.finish(report, w);

@@ -49,6 +49,8 @@ struct InMemoryRun {
 };
 
 // `objective`: as for run_experiment (null = build it from the config)
-InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> objective = nullptr);
+// progress: the progress lines of `stale run` on stderr
+InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> objective = nullptr,
+                          bool progress = false);
 
 }  // namespace stale

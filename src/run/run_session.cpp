@@ -75,8 +75,9 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
 }
 
 RunSession::RunSession(const Config& cfg, std::unique_ptr<RunLog> log, std::shared_ptr<const Objective> objective,
-                       const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0)
-    : RunSession(cfg, std::string(), false, std::move(objective), plan, t0) {
+                       const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0,
+                       bool progress)
+    : RunSession(cfg, std::string(), progress, std::move(objective), plan, t0) {
   log_ = std::move(log);
   try {
     write_header("", 0);

@@ -33,9 +33,10 @@ class RunSession {
   RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
              const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0, bool overwrite,
              const ResumeFrom* resume = nullptr, int64_t stop_after = 0);
-  // to `log` (a run without a file: no path, no progress lines, no data checksum)
+  // to `log` (a run without a file: no path, no data checksum; progress lines when asked)
   RunSession(const Config& cfg, std::unique_ptr<RunLog> log, std::shared_ptr<const Objective> objective,
-             const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0);
+             const Method& method, const RunPlan& plan, std::chrono::steady_clock::time_point t0,
+             bool progress = false);
   RunSession(const RunSession&) = delete;
   RunSession& operator=(const RunSession&) = delete;
 

@@ -295,10 +295,17 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     std::mutex progress_mutex;
     const auto t0 = std::chrono::steady_clock::now();
     const bool tty = isatty(STDERR_FILENO);
+    auto last_line = t0 - std::chrono::hours(1);
     auto progress = [&]() {
       if (!opt.progress) return;
-      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const auto now = std::chrono::steady_clock::now();
+      const double el = std::chrono::duration<double>(now - t0).count();
       const int64_t done = sum.ran + sum.failed;
+      // a log (not a terminal) gets at most a line a second and the last one: E1's 190 runs
+      // wrote 190 lines
+      const bool last = done == static_cast<int64_t>(todo.size());
+      if (!tty && !last && done > 0 && now - last_line < std::chrono::seconds(1)) return;
+      last_line = now;
       const double eta = done > 0 ? el / static_cast<double>(done) * static_cast<double>(todo.size() - done) : -1;
       const int width = 30;
       const int fill = static_cast<int>(width * done / static_cast<int64_t>(todo.size()));

@@ -330,3 +330,29 @@ def test_analysis_layer_is_part_of_the_package():
     slope = stale.analysis.fit_exponent(x, 3.0 * x ** 1.5)
     slope = slope[0] if isinstance(slope, tuple) else slope
     assert abs(slope - 1.5) < 1e-12
+
+
+def test_progress_lines_also_for_a_run_kept_in_memory(capfd):
+    """stale.run(progress=True) prints `stale run`'s progress lines whether or not out= is given."""
+    stale.run(QUICK, progress=True, method__updates=200)
+    err = capfd.readouterr().err
+    assert "k=200/200" in err and "k=0/200" in err, err
+    stale.run(QUICK, method__updates=200)
+    assert capfd.readouterr().err == ""
+
+
+def test_a_sweeps_progress_in_a_log_is_a_line_a_second(stale_bin, tmp_path):
+    """On a terminal the bar redraws in place; into a log (a pipe here) it writes at most a line
+    a second and the last line, not a line per run (E1's 190 runs wrote 190 lines)."""
+    import time
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'base = "{QUICK}"\n[set]\n"method.updates" = 50\n"log.every" = 10\n'
+                    '[grid]\nseed = [' + ", ".join(map(str, range(24))) + "]\n")
+    t = time.time()
+    r = subprocess.run([stale_bin, "sweep", str(spec), "--out", str(tmp_path / "sw"), "--jobs", "2", "--ensemble", "1"],
+                       capture_output=True, text=True)
+    elapsed = time.time() - t
+    assert r.returncode == 0, r.stderr
+    lines = [line for line in r.stderr.splitlines() if " runs (" in line]
+    assert lines and lines[-1].split("]")[1].strip().startswith("24/24"), r.stderr
+    assert len(lines) <= elapsed + 2, (len(lines), elapsed)
