@@ -109,14 +109,17 @@ def test_run_prints_the_summary_numbers_of_the_readme():
     # README: "status=ok k=3200 f-f*=4.364347e+00 mean|grad f|^2=7.629744e+01 bound=8.959797e+04"
     assert f"{s['subopt']:.6e} {s['grad_norm_sq_mean']:.6e} {s['bound']:.6e}" == "4.364347e+00 7.629744e+01 8.959797e+04"
     assert list(r.metrics.columns[:4]) == ["k", "time", "loss", "subopt"]
-    assert r.iterates.shape == (3201, 512) and r.delays.shape == (3200, 8)
+    # log.iterates_every = 32 (the quickstart file's size): k = 0, 32, …, 3200
+    assert r.iterates.shape == (101, 512) and r.delays.shape == (3200, 8)
+    np.testing.assert_array_equal(r.iterates_k, np.arange(0, 3201, 32))
     np.testing.assert_array_equal(r.final_w, r.iterates[-1])
 
 
 def test_dict_config_equals_the_toml_file():
     nested = {"seed": 0, "objective": {"name": "quadratic", "generator": "random", "dim": 512, "samples": 600,
                                        "batch_size": 10, "stages": 8},
-              "method": {"name": "rpd", "lr": 0.015625, "updates": 300}, "delay": {"name": "uniform", "max": 60}}
+              "method": {"name": "rpd", "lr": 0.015625, "updates": 300}, "delay": {"name": "uniform", "max": 60},
+              "log": {"every": 1, "iterates_every": 32}}
     a = stale.run(nested)
     b = stale.run(QUICK, method__updates=300)
     c = stale.run(QUICK, **{"method.updates": 300})
