@@ -22,6 +22,8 @@
 // Why v is carried from one logged iterate to the next rather than restarted: the Hessian moves
 // little between logged iterates, so one step per row continues a single power iteration on a
 // slowly varying matrix instead of starting a fresh one (which would need tens of steps per row).
+// Memory: the last logged iterate and its gradient (2d doubles; 5d with power steps: v and the two
+// gradients at w ± εv), all in checkpoints but the two buffers.
 // Why the first v is the first logged gradient: it draws from no random stream (a run's
 // trajectory and seeds stay untouched), and a gradient weighs the large-curvature directions
 // (near a minimum ∇f ≈ ∇²f (w − w_*)).
