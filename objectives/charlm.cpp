@@ -144,7 +144,8 @@ CharLm::CharLm(std::shared_ptr<const CharLmData> data, CharLmShape shape) : data
   STALE_CHECK(data_->B() == shape_.B && data_->T() == shape_.T && data_->text().vocab_size() == shape_.V,
               "data and shape agree");
   blocks_ = BlockPartition(charlm_stage_offsets(shape_));
-  constants_.f_star_method = "unknown (a neural network)";
+  constants_.f_star_method = "unknown (a neural network); the bound's Delta0 uses f_low = 0 (cross-entropy >= 0)";
+  constants_.f_low = 0.0;
 }
 
 std::string CharLm::description() const {

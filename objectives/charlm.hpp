@@ -19,7 +19,9 @@
 // f itself is too expensive to evaluate exactly, so value()/value_grad() — what the run
 // log's "loss" series and ‖∇f‖² report — are the mean over a fixed set of kEvalBatches
 // training batches (drawn once from the seed's Eval stream); validation_loss() is the mean
-// over kValBatches fixed batches of the validation split. L and f_* are unknown (NaN).
+// over kValBatches fixed batches of the validation split. L and f_* are unknown (NaN): the bound's
+// Δ₀ uses f_low = 0 (cross-entropy ≥ 0), and a run estimates L along its path
+// (src/run/smoothness_estimator.hpp, log.L_estimate), labelled an estimate wherever it is written.
 #include <memory>
 #include <string>
 #include <vector>

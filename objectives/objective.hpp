@@ -32,6 +32,11 @@ struct ObjectiveConstants {
   // true: f_star is a certified lower bound f_low ≤ inf f, not the minimum (a nonconvex
   // objective, objectives/nonconvex_regularizer.hpp); subopt and the bound's Δ₀ use it alike
   bool f_star_is_lower_bound = false;
+  // where f_star stays unknown (NaN): a certified lower bound f_low ≤ inf f that only the bound's
+  // Δ₀ = f(w₀) − f_low uses (the transformer: cross-entropy ≥ 0), so that Δ₀ is an upper bound on
+  // f(w₀) − f_* while subopt stays NaN (its loss, not f − f_low, is what its figures show). The
+  // nonconvex linear models put their f_low in f_star instead (f_star_is_lower_bound above).
+  double f_low = std::numeric_limits<double>::quiet_NaN();
   std::optional<Vec> w_star;  // the minimiser (unset when unknown)
   std::string f_star_method;  // "closed form", "newton (‖g‖/‖g0‖ = …)", "lower bound …"
 };

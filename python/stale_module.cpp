@@ -139,6 +139,19 @@ nb::dict theory_dict(const TheoryConstants& t) {
   nb::dict d;
   d["L"] = t.L;
   d["L_exact"] = t.L_exact;
+  d["L_source"] = t.L_source;  // as the run file's /theory (src/io/run_file.cpp)
+  d["bound_uses_estimated_L"] = t.L_estimated();
+  if (!t.L_estimate_method.empty()) {
+    d["L_estimate"] = t.L_estimate;
+    d["L_estimate_method"] = t.L_estimate_method;
+    d["L_estimate_secant"] = t.L_estimate_secant;
+    d["L_estimate_power"] = t.L_estimate_power;
+    d["L_estimate_pairs"] = t.L_estimate_pairs;
+    d["L_estimate_hvps"] = t.L_estimate_hvps;
+    d["L_estimate_seconds"] = t.L_estimate_seconds;
+  }
+  d["exact_mean"] = t.exact_mean;
+  if (std::isfinite(t.f_low)) d["f_low"] = t.f_low;
   d["mu"] = t.mu;
   d["f_star"] = t.f_star;
   d["f_star_method"] = t.f_star_method;

@@ -8,6 +8,7 @@ table to RESULTS/ (default results/) and printing the table:
   scripts/audits.py paci     [SWEEP_DIR]       measured crossings against ⌈(S−1−s)/a⌉, loss against a
   scripts/audits.py localsgd [SWEEP_DIR]       final error against H (the S³H²/K term)
   scripts/audits.py nonconvex [SWEEP_DIR]      the §3 bound on nonconvex logistic (w7a, phishing): violations, term shares
+  scripts/audits.py charlm   [SWEEP_DIR]       the §3 bound on the char-GPT with an ESTIMATED L: violations, term tightness
   scripts/audits.py tuned    [SWEEP_DIR]       the tuned rate γ = min{1/L, √(2Δ₀/(LG²K))} over K, per S
   scripts/audits.py delta-regime  [SWEEP_DIR]  δ law with K = 50δ (δ ≪ K), bootstrap over seeds and points
   scripts/audits.py stages-regime [SWEEP_DIR ...]  S law with K = 50·δ_PD(S), PD's own tables included
@@ -310,7 +311,7 @@ def audit_localsgd(d, res):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("audit", choices=["bound", "delta", "stages", "paci", "localsgd", "nonconvex", "tuned", "delta-regime",
+    p.add_argument("audit", choices=["bound", "delta", "stages", "paci", "localsgd", "nonconvex", "charlm", "tuned", "delta-regime",
                                      "stages-regime", "localsgd-sh", "nonconvex-plan", "tuned-plan"])
     p.add_argument("dirs", nargs="*", help="sweep folders (default: the ones named above, under --sweeps)")
     p.add_argument("--sweeps", default="sweeps", help="folder holding the sweep folders (default sweeps)")
@@ -325,6 +326,8 @@ def main(argv=None):
         audits_regime.plan_tuned("experiments/audit_tuned_rate_sweep.toml")
     elif a.audit == "nonconvex":
         audits_regime.audit_nonconvex((a.dirs or [default_dir(sw, "audit_nonconvex")])[0], a.results)
+    elif a.audit == "charlm":
+        audits_regime.audit_charlm((a.dirs or [default_dir(sw, "audit_charlm")])[0], a.results)
     elif a.audit == "tuned":
         audits_regime.audit_tuned((a.dirs or [default_dir(sw, "audit_tuned_rate")])[0], a.results)
     elif a.audit == "delta-regime":

@@ -2,7 +2,9 @@
 """Markdown table of final metrics of run files, grouped by config keys: final f − f_*,
 (1/K)Σ‖∇f(w_k)‖², the bound of docs/theory.md §3 and its stale term, each as mean [min, max]
 over the runs of a group (seeds), with the group's step size and whether it satisfies the
-bound's γ ≤ 1/L (NO marks the rows outside the assumption).
+bound's γ ≤ 1/L (NO marks the rows outside the assumption). A bound evaluated with an L estimated
+along the run (an objective without a certified L: the char-level GPT; /theory/L_source) says
+"(estimated L)" in its cell: the estimate is a lower one, so that bound is not certified.
 
   scripts/summarize_runs.py runs/*.h5 --group-by delay.max[,method.name] [--where key=value ...]
                             [-o table.md] [--command "how the runs were made"]
@@ -23,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import filter_runs, group_runs, is_diverged, load_runs, parse_keys, parse_where, run_cli  # noqa: E402
+from stale_analysis.bound import L_estimated  # noqa: E402
 from stale_analysis.grouping import fmt_value  # noqa: E402
 
 
@@ -69,9 +72,11 @@ def table(groups, keys) -> list[str]:
             status += " (mixed: " + ", ".join(g.mixed) + ")"
         def last(name):  # a metric a run does not log (e.g. no bound) counts as NaN
             return [x[name][-1] if name in x and len(x[name]) else math.nan for x in m]
+        n_est = sum(L_estimated(r.theory) for r in g.runs)
+        est = "" if n_est == 0 else " (estimated L)" if n_est == len(g.runs) else f" (estimated L in {n_est} of {len(g.runs)})"
         lines.append(
             f"| {' | '.join(cells)} | {lr} | {within_cell(g.runs)} | {len(g.runs)} | {stat(last('subopt'))}"
-            f" | {stat(last('grad_norm_sq_mean'))} | {stat(last('bound'))} | {stat(last('bound_stale'))} | {status} |")
+            f" | {stat(last('grad_norm_sq_mean'))} | {stat(last('bound'))}{est} | {stat(last('bound_stale'))}{est} | {status} |")
     return lines
 
 
@@ -90,6 +95,10 @@ def footer(runs) -> list[str]:
         else:
             vals = [get(r) for r in runs]
             facts.append(f"{name} ∈ [{fmt_value(min(vals))}, {fmt_value(max(vals))}] (varies by run)")
+    n_est = sum(L_estimated(r.theory) for r in runs)
+    if n_est:
+        facts.append(f"L estimated along the run for {n_est} of {len(runs)} runs (a lower estimate of L: their bound "
+                     "is an estimate, not a certified bound; /theory/L_source)")
     n_out = sum(not within(r) for r in runs)
     facts.append("γ ≤ 1/L for every run" if n_out == 0 else
                  f"γ > 1/L for {n_out} of {len(runs)} runs (the rows marked NO: outside the §3 bound's assumption)")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the files and figures results/THEORY.md quotes that issue 29 added: the nonconvex
-# bound audit, the tuned rate, the δ and S laws inside their regime (PipeDream's own tables
-# included) and LocalSGD with S and H varied. The rest of THEORY.md's rows quote files that
+# bound audit, the bound on the char-GPT with an estimated L, the tuned rate, the δ and S laws
+# inside their regime (PipeDream's own tables included) and LocalSGD with S and H varied. The rest of THEORY.md's rows quote files that
 # scripts/reproduce.sh, scripts/paci_experiment.py, scripts/stability_experiment.py and
 # scripts/trajectory_delays_experiment.py regenerate (each row names its command).
 # Sweeps resume: a rerun skips the runs already in sweeps/ (delete them for a clean rerun).
@@ -20,13 +20,13 @@ if [[ $plan == 1 ]]; then
   python3 scripts/audits.py nonconvex-plan
   python3 scripts/audits.py tuned-plan
 fi
-for s in audit_nonconvex audit_tuned_rate audit_delta_regime audit_stages_regime audit_stages_capped audit_localsgd_sh; do
+for s in audit_nonconvex audit_charlm audit_tuned_rate audit_delta_regime audit_stages_regime audit_stages_capped audit_localsgd_sh; do
   t0=$(date +%s)
   build/stale sweep "experiments/${s}_sweep.toml" --jobs "$jobs" -q --out "sweeps/${s}_sweep"
   echo "  $s: $(( $(date +%s) - t0 )) s" >&2
 done
 export MPLBACKEND=Agg
-for a in nonconvex tuned delta-regime stages-regime localsgd-sh; do
+for a in nonconvex charlm tuned delta-regime stages-regime localsgd-sh; do
   python3 scripts/audits.py "$a" >/dev/null
 done
 echo "theory.sh: wall time $(( $(date +%s) - start )) s on $(nproc) cores" >&2

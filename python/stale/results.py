@@ -66,13 +66,26 @@ class Run:
         return {"status": self.status, "k": int(m["k"][-1]), "subopt": float(m["subopt"][-1]),
                 "grad_norm_sq_mean": float(m["grad_norm_sq_mean"][-1]), "bound": float(m["bound"][-1]),
                 "delta": int(self.theory["delta"]) if "delta" in (self.theory or {}) else None,
-                "wall_seconds": self.wall_seconds}
+                "wall_seconds": self.wall_seconds,
+                # the bound's L: None when certified (or none), else the estimate along the run (a lower
+                # estimate of L, so the bound is an estimate: /theory/L_source)
+                "estimated_L": float(self.theory["L"]) if self.bound_uses_estimated_L else None}
+
+    @property
+    def bound_uses_estimated_L(self) -> bool:
+        """Whether the bound was evaluated with the estimate of L along the run (an objective without
+        a certified L: the char-level GPT), not a certified L (/theory/L_source)."""
+        t = self.theory or {}
+        if "bound_uses_estimated_L" in t:
+            return bool(int(t["bound_uses_estimated_L"]))
+        return str(t.get("L_source", "")).startswith("estimated")
 
     def __repr__(self) -> str:
         s = self.summary
         where = f" {self.path}" if self.path else ""
+        est = f" (estimated L={s['estimated_L']:.4g})" if s["estimated_L"] is not None else ""
         return (f"<stale.Run{where}: status={s['status']} k={s['k']} f-f*={s['subopt']:.6e} "
-                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e} delta={s['delta']}>")
+                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e}{est} delta={s['delta']}>")
 
 
 def load(path) -> Run:

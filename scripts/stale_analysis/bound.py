@@ -5,8 +5,13 @@ running G, as its /metrics rows hold them).
 Every run of a sweep is read, whatever its method: RPD with its delay model's δ, PipeDream,
 PACI, 2BW, the flush methods and LocalSGD with the δ of their simulated schedule
 (/theory/delta). A run is checked at every logged K when the bound's assumptions hold for it:
-γ ≤ 1/L, the exact running mean (log.exact_mean not false) and not diverged. The others are
-kept and counted by reason, never dropped silently.
+γ ≤ 1/L, the exact running mean (/theory/exact_mean; older files: log.exact_mean not false) and
+not diverged. The others are kept and counted by reason, never dropped silently.
+
+A run whose objective has no certified L (the char-level GPT) has its bound evaluated with the
+estimate of L along the run (/theory/L_source "estimated …", src/run/smoothness_estimator.hpp):
+a LOWER estimate of L, so such a bound is an estimate, not a certificate, and a violation of it
+may be the estimate's fault. Every table and legend here says "estimated L" for those runs.
 """
 from __future__ import annotations
 
@@ -35,6 +40,8 @@ class BoundRun:
     measured: np.ndarray = field(repr=False)  # (1/K)Σ‖∇f(w_k)‖² at those k
     bound: np.ndarray = field(repr=False)     # the bound at those k
     terms: dict = field(default_factory=dict)  # bound_opt, bound_stoch, bound_stale at the last row
+    L: float = math.nan       # the L the bound used (/theory/L)
+    L_estimated: bool = False  # that L is the estimate along the run (/theory/bound_uses_estimated_L)
 
     @property
     def checked(self) -> bool:
@@ -82,6 +89,31 @@ def _flag(v, default=True) -> bool:
     return bool(v)
 
 
+def L_estimated(theory: dict) -> bool:
+    """Whether a run's bound used the estimate of L along the run, not a certified L."""
+    if "bound_uses_estimated_L" in theory:
+        return _flag(theory["bound_uses_estimated_L"], default=False)
+    return str(theory.get("L_source", "certified")).startswith("estimated")
+
+
+def L_text(runs) -> str:
+    """'certified', 'estimated' or 'mixed (2 of 5 estimated)': the L of a group of runs' bounds."""
+    n = sum(r.L_estimated for r in runs)
+    return "certified" if n == 0 else "estimated" if n == len(runs) else f"mixed ({n} of {len(runs)} estimated)"
+
+
+def exact_mean_of(run) -> bool:
+    """/theory/exact_mean (what the run did), else the config key (files older than the attribute;
+    there log.exact_mean = auto was exact for the linear models, sampled for charlm)"""
+    th = run.theory
+    if "exact_mean" in th:
+        return _flag(th["exact_mean"])
+    v = run.flat.get("log.exact_mean", "auto")
+    if str(v).strip().lower() == "auto":
+        return str(run.flat.get("objective.name", "")) != "charlm"
+    return _flag(v)
+
+
 def bound_runs(sweep_dirs) -> list[BoundRun]:
     """Every finished (ok or diverged) run of the sweeps, every method, with its bound series."""
     out = []
@@ -105,8 +137,9 @@ def bound_runs(sweep_dirs) -> list[BoundRun]:
                 method=str(run.flat.get("method.name", "?")),
                 delta=float(th.get("delta", math.nan)), lr=run.lr,
                 within=_flag(th.get("lr_within_1_over_L"), default=False),
-                exact_mean=_flag(run.flat.get("log.exact_mean", "auto")),
-                diverged=divergence_reason(run), k=k[ok], measured=g[ok], bound=b[ok], terms=terms))
+                exact_mean=exact_mean_of(run),
+                diverged=divergence_reason(run), k=k[ok], measured=g[ok], bound=b[ok], terms=terms,
+                L=float(th.get("L", math.nan)), L_estimated=L_estimated(th)))
     return out
 
 
@@ -141,7 +174,8 @@ def method_table(runs: list[BoundRun]) -> list[dict]:
         checked = [r for r in rs if r.checked]
         ratios = [r.final_ratio for r in checked if math.isfinite(r.final_ratio)]
         table.append({
-            "method": method, "delta": delta_text(r.delta for r in rs), "runs": len(rs), "checked": len(checked),
+            "method": method, "delta": delta_text(r.delta for r in rs), "L": L_text(rs), "runs": len(rs),
+            "checked": len(checked),
             "lr_above_1_over_L": sum(r.why_not_checked == "γ > 1/L" for r in rs),
             "diverged": sum(r.why_not_checked == "diverged" for r in rs),  # with γ ≤ 1/L
             "sampled_mean": sum(r.why_not_checked == "sampled mean" for r in rs),
@@ -165,8 +199,10 @@ def plot_bound(ax, runs: list[BoundRun]) -> int:
         if not pts:
             continue
         P = np.array(pts)
+        est = L_text([r for r in rs if r.checked])
         ax.scatter(P[:, 0], P[:, 1], s=16, marker=MARKERS[i % len(MARKERS)], alpha=0.8,
-                   label=f"{method} ({delta_text(r.delta for r in rs if r.checked)}; {len(pts)} runs)")
+                   label=f"{method} ({delta_text(r.delta for r in rs if r.checked)}; {len(pts)} runs"
+                         + ("" if est == "certified" else f"; {est} L") + ")")
         pos = P[P > 0]
         if len(pos):
             lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
@@ -179,6 +215,8 @@ def plot_bound(ax, runs: list[BoundRun]) -> int:
         ax.legend(loc="upper left", fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(r"bound of §3 at the final $K$ (exact $L$, $f_*$, $\delta$; running $G$)")
+    any_est = any(r.L_estimated for r in runs if r.checked)
+    ax.set_xlabel(r"bound of §3 at the final $K$ (" + (r"$L$ certified or estimated (legend)" if any_est else r"exact $L$")
+                  + r", $f_*$, $\delta$; running $G$)")
     ax.set_ylabel(r"measured $\frac{1}{K}\sum_{k<K} \|\nabla f(w_k)\|^2$")
     return drawn

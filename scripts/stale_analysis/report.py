@@ -394,15 +394,21 @@ def build_report(sweep_dir: str) -> tuple[str, dict]:
         drawn = plot_bound(ax, bruns)
         ax.set_title(r"measured against the §3 bound, runs with $\gamma \leq 1/L$", fontsize=9)
         fig.tight_layout()
+        n_est = sum(b.L_estimated for b in bruns)
         body = [f"<p>The bound 2SΔ₀/(γK) + γSLG² + γ²L²δ²G² of docs/theory.md §3 for every method, each run with its "
                 f"own δ (/theory/delta); {drawn} runs satisfy its assumptions and are drawn at their final K.</p>",
                 img(png_uri(fig), "measured mean squared gradient norm against the bound")]
+        if n_est:
+            body.insert(1, f'<p class="note">{plural(n_est, "run")} of {len(bruns)} use{"s" if n_est == 1 else ""} an '
+                           "<b>estimated L</b> (the objective has no certified L; /theory/L_source): the largest curvature "
+                           "seen along the run, a lower estimate of L, so their bound is an estimate, not a certificate.</p>")
         figures += 1
         body.append(simple_table(
-            ["method", "δ of the bound", "runs", "checked", "γ > 1/L", "diverged (γ ≤ 1/L)", "sampled mean",
+            ["method", "δ of the bound", "L of the bound", "runs", "checked", "γ > 1/L", "diverged (γ ≤ 1/L)", "sampled mean",
              "violations (measured > bound at a logged K)", "measured/bound at the final K: max", "median"],
-            [[m["method"], m["delta"], str(m["runs"]), str(m["checked"]), str(m["lr_above_1_over_L"]), str(m["diverged"]),
-              str(m["sampled_mean"]), str(m["violations"]), fnum(m["max_final_ratio"]), fnum(m["median_final_ratio"])]
+            [[m["method"], m["delta"], m["L"], str(m["runs"]), str(m["checked"]), str(m["lr_above_1_over_L"]),
+              str(m["diverged"]), str(m["sampled_mean"]), str(m["violations"]), fnum(m["max_final_ratio"]),
+              fnum(m["median_final_ratio"])]
              for m in method_table(bruns)]))
         viol = [b for b in bruns if b.checked and b.violated]
         if viol:

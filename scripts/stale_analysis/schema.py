@@ -71,6 +71,10 @@ INDEX_COLUMNS = (
            "δ of the bound: the largest delay any read of the run had, warm-up included (/theory/delta)"),
     Metric("lr_within_1_over_L", "float64", "flag",
            "1 when γ ≤ 1/L, the bound's step-size condition; 0 when not (/theory/lr_within_1_over_L)"),
+    Metric("L", "float64", "curvature", "the smoothness constant L the bound used (/theory/L; NaN: none)"),
+    Metric("L_estimated", "float64", "flag",
+           "1 when the bound's L is the estimate along the run (a lower estimate of L: the bound is not certified), 0 "
+           "when certified (/theory/L_source)"),
     Metric("time_to_eps_k", "float64", "block updates",
            "the first logged k with f - f_* ≤ epsilon (empty: never, or no epsilon)"),
     Metric("time_to_eps", "float64", "simulated time", "the simulated time of time_to_eps_k"),

@@ -152,6 +152,20 @@ const std::vector<KeySpec>& config_schema() {
           "auto = true where a tracker makes it cheap (the linear models), false otherwise (charlm: exact costs a "
           "full-data gradient per update, 13× the run)",
           {"auto", "true", "false"}),
+      Str("log.L_estimate", "auto",
+          "estimate the smoothness constant L along the run (src/run/smoothness_estimator.hpp): the largest "
+          "‖∇f(x) − ∇f(y)‖/‖x − y‖ over consecutive logged iterates, from the gradients the log already computes "
+          "(O(d) per logged row). It is a LOWER estimate of L; the bound uses it only where the objective has no certified "
+          "L, and is then labelled an estimate (/theory/L_source, the summary line, the index column L_estimated). "
+          "auto = where the objective has no certified L (charlm); true = also beside a certified L (a check); false = never "
+          "(charlm then has no bound). The secant sees only the curvature along the path between logged rows and can lie "
+          "far below the curvature at them: see log.L_power_steps",
+          {"auto", "true", "false"}),
+      Int("log.L_power_steps", 0,
+          "with log.L_estimate: power-iteration steps per logged row on central-difference Hessian-vector products at "
+          "the logged iterate, warm-started from the previous row; L̂ is then the larger of the two. Each step costs two "
+          "full-data gradients (results/PERFORMANCE.md, \"Smoothness estimate\"); 0 = the secant alone",
+          0, 1000),
       Float("log.divergence", 1e6,
             "a run is diverged (status \"diverged\", it stops) when f − f_* (the loss when f_* is unknown) exceeds this "
             "multiple of its start value, or is not finite; 0 = only when not finite",

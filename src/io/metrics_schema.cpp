@@ -56,6 +56,11 @@ const std::vector<IndexColumn>& index_columns() {
        &S::delta, nullptr},
       {"lr_within_1_over_L", "flag", "1 when γ ≤ 1/L, the bound's step-size condition; 0 when not (/theory/lr_within_1_over_L)",
        &S::lr_within_1_over_L, nullptr},
+      {"L", "curvature", "the smoothness constant L the bound used (/theory/L; NaN: none)", &S::L, nullptr},
+      {"L_estimated", "flag",
+       "1 when the bound's L is the estimate along the run (a lower estimate of L: the bound is not certified), 0 when "
+       "certified (/theory/L_source)",
+       &S::L_estimated, nullptr},
       {"time_to_eps_k", "block updates", "the first logged k with f - f_* ≤ epsilon (empty: never, or no epsilon)",
        &S::time_to_eps_k, nullptr},
       {"time_to_eps", "simulated time", "the simulated time of time_to_eps_k", &S::time_to_eps, nullptr},

@@ -31,7 +31,7 @@ struct RunSummary {
   std::string status = "missing";  // the run file's status, or "unreadable"
   double k = NAN, time = NAN, loss = NAN, subopt = NAN, grad_norm_sq = NAN, grad_norm_sq_mean = NAN, bound = NAN,
          bound_opt = NAN, bound_stoch = NAN, bound_stale = NAN, G = NAN, delta = NAN, lr_within_1_over_L = NAN,
-         wall = NAN, time_to_eps_k = NAN, time_to_eps = NAN;
+         L = NAN, L_estimated = NAN, wall = NAN, time_to_eps_k = NAN, time_to_eps = NAN;
 };
 
 // A logged row whose f − f_* fell below every earlier row's: for any ε, the first row with

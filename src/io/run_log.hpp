@@ -5,6 +5,7 @@
 // src/run/run_in_memory.cpp). A run computes the same records whichever it writes to, so the
 // in-memory results equal the file's bit for bit (tests/python/test_package.py).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -21,10 +22,24 @@
 namespace stale {
 
 struct TheoryConstants {
+  // L: the L the bound used — the objective's certified L, or where it has none the estimate
+  // along the run (L_source says which)
   double L = 0, mu = 0, f_star = 0, delta = 0, G = 0, lr = 0, delta0 = 0;
   int64_t stages = 0, updates = 0;
   bool L_exact = false;
+  // "certified" (the objective's L: exact, or an upper bound when L_exact is false), "estimated
+  // (<L_estimate_method>)" (src/run/smoothness_estimator.hpp: a LOWER estimate, so the bound with
+  // it is an estimate, not a certificate), or "none" (no L: the bound is NaN)
+  std::string L_source = "certified";
+  // the estimate, also beside a certified L when log.L_estimate = true (empty method: not estimated)
+  std::string L_estimate_method;
+  double L_estimate = NAN, L_estimate_secant = NAN, L_estimate_power = NAN;
+  int64_t L_estimate_pairs = 0, L_estimate_hvps = 0;
+  double L_estimate_seconds = 0;  // wall seconds the estimate took (its cost against the run's wall_seconds)
+  bool L_estimated() const { return L_source.rfind("estimated", 0) == 0; }
+  bool exact_mean = true;  // the left side (1/K)Σ‖∇f(w_k)‖² is exact, not sampled at logged steps
   bool f_star_is_lower_bound = false;  // f_star is f_low (a nonconvex objective); Δ₀ = f(w₀) − f_low
+  double f_low = NAN;  // f_* unknown (NaN): Δ₀ = f(w₀) − f_low (the transformer's 0); NaN when not used
   std::string f_star_method, delay_model;
   std::vector<std::pair<std::string, int64_t>> delay_attributes;  // the delay model's own record (a table's capping)
   // δ (above) is the whole run's largest delay, the bound's; these are the steady state's

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <string_view>
@@ -39,6 +40,11 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
       row.delta = h5::read_attr_double(theory.id(), "delta");
       if (h5::attr_exists(theory.id(), "lr_within_1_over_L"))  // a run file older than the attribute: NaN
         row.lr_within_1_over_L = static_cast<double>(h5::read_attr_int(theory.id(), "lr_within_1_over_L"));
+      row.L = h5::read_attr_double(theory.id(), "L");
+      if (h5::attr_exists(theory.id(), "bound_uses_estimated_L"))  // older files: their L was certified or NaN
+        row.L_estimated = static_cast<double>(h5::read_attr_int(theory.id(), "bound_uses_estimated_L"));
+      else
+        row.L_estimated = std::isfinite(row.L) ? 0.0 : NAN;
     }
     const auto& k = series("k");
     const auto& t = series("time");
@@ -56,13 +62,15 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
   return row;
 }
 
-RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, bool lr_within_1_over_L,
-                          const MetricsRow& last, const std::vector<SuboptLow>& lows, double epsilon) {
+RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, bool lr_within_1_over_L, double L,
+                          bool L_estimated, const MetricsRow& last, const std::vector<SuboptLow>& lows, double epsilon) {
   RunSummary row;
   row.status = status;
   row.wall = wall;
   row.delta = static_cast<double>(delta);
   row.lr_within_1_over_L = lr_within_1_over_L ? 1.0 : 0.0;
+  row.L = L;
+  row.L_estimated = L_estimated ? 1.0 : 0.0;
   for (const auto& c : index_columns()) {
     if (!c.metric) continue;
     for (const auto& m : metric_columns())

@@ -16,11 +16,12 @@ namespace stale {
 RunSummary read_run_summary(const std::string& path, double epsilon);
 // The same summary for a run that finished in this process, from what it kept: the status and
 // wall time its file's attributes hold, its last logged row and the rows of its new lows of
-// f − f_*, its δ (RunResult::delta, /theory/delta) and whether γ ≤ 1/L (/theory/lr_within_1_over_L).
+// f − f_*, its δ (RunResult::delta, /theory/delta), whether γ ≤ 1/L (/theory/lr_within_1_over_L), and
+// the bound's L and whether it is the estimate (/theory/L, /theory/bound_uses_estimated_L).
 // Equal to read_run_summary of its file (tests/run/test_sweep_engine.cpp); reading the nine files
 // of an E1 ensemble back was 4 % of its sweep.
-RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, bool lr_within_1_over_L,
-                          const MetricsRow& last, const std::vector<SuboptLow>& lows, double epsilon);
+RunSummary run_summary_of(const std::string& status, double wall, int64_t delta, bool lr_within_1_over_L, double L,
+                          bool L_estimated, const MetricsRow& last, const std::vector<SuboptLow>& lows, double epsilon);
 
 struct IndexTable {
   std::string sweep, base;

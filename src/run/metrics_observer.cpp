@@ -16,6 +16,7 @@ MetricsObserver::MetricsObserver(const Objective& f, RunLog* log, MetricsOptions
     : f_(f), log_(log), opt_(opt), progress_(std::move(progress)) {
   f_star_ = f.constants().f_star;
   L_ = f.constants().L;
+  if (opt_.estimate_L) L_est_.emplace(f, opt_.L_power_steps);
   if (opt_.iterates_every < 0) opt_.iterates_every = f.dim() <= 4096 ? opt_.every : 16 * opt_.every;
 }
 
@@ -24,7 +25,8 @@ void MetricsObserver::on_start(const Vec& w0) {
   tracker_ = injected_ ? std::move(injected_) : f_.make_tracker(w0);
   current_loss_ = tracker_->value();
   current_gns_ = tracker_->gradient_sq_norm();
-  delta0_ = current_loss_ - f_star_;
+  // Δ₀ = f(w₀) − f_*, or f(w₀) − f_low where f_* is unknown: an upper bound on it, so the bound stays one
+  delta0_ = current_loss_ - (std::isfinite(f_star_) ? f_star_ : f_.constants().f_low);
   start_value_ = std::isfinite(f_star_) ? delta0_ : current_loss_;
   k_ = 0;
   if (log_ && opt_.updates > 0) {
@@ -102,6 +104,11 @@ void MetricsObserver::checkpoint(StateBag&& method_state) {
   StateBag t;
   tracker_->save(t);
   m.put_bag("tracker", std::move(t));
+  if (L_est_) {
+    StateBag l;
+    L_est_->save(l);
+    m.put_bag("smoothness", std::move(l));
+  }
   b.put_bag("metrics", std::move(m));
   log_->write_checkpoint(std::move(b), k_);
   flush_pending_ = false;
@@ -126,6 +133,8 @@ void MetricsObserver::restore(const StateBag& all) {
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(m.get_double("wall")));
   tracker_ = f_.make_tracker(m.get_vec("w"));
   tracker_->restore(m.sub("tracker"));
+  // a checkpoint written without the estimate (log.L_estimate off then) starts it afresh
+  if (L_est_ && m.has("smoothness/L")) L_est_->restore(m.sub("smoothness"));
   resume_method_ = all.sub("method");
   resumed_ = true;
   latch_stop();
@@ -180,9 +189,10 @@ MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
   r.batch_loss = e.batch_loss;
   if (k_ > 0) {
     const double S = f_.stages(), g = opt_.lr, K = static_cast<double>(k_), d = static_cast<double>(bound_delay(opt_.delta, delta_seen_));
+    const double L = bound_L();
     r.bound_opt = 2.0 * S * delta0_ / (g * K);
-    r.bound_stoch = g * S * L_ * G_ * G_;
-    r.bound_stale = g * g * L_ * L_ * d * d * G_ * G_;
+    r.bound_stoch = g * S * L * G_ * G_;
+    r.bound_stale = g * g * L * L * d * d * G_ * G_;
     r.bound = r.bound_opt + r.bound_stoch + r.bound_stale;
   } else {
     r.bound = r.bound_opt = r.bound_stoch = r.bound_stale = std::nan("");
@@ -191,7 +201,15 @@ MetricsRow MetricsObserver::make_row(const UpdateEvent& e) {
   return r;
 }
 
+double MetricsObserver::bound_L() const {
+  if (std::isfinite(L_)) return L_;
+  return L_est_ ? L_est_->estimate() : std::nan("");
+}
+
 void MetricsObserver::record(const UpdateEvent& e, const Vec& w) {
+  // the row's bound uses the estimate over the logged iterates up to this one (like the running G);
+  // ∇f(w) is the tracker's, already computed for ‖∇f(w_k)‖² when current_fresh_
+  if (L_est_ && current_fresh_) L_est_->observe(w, tracker_->gradient());
   last_ = make_row(e);
   last_.val_loss = f_.validation_loss(w);
   last_logged_ = k_;
@@ -212,6 +230,7 @@ void MetricsObserver::finish(const Vec& w) {
   if (!current_fresh_) {
     current_loss_ = tracker_->value();
     current_gns_ = tracker_->gradient_sq_norm();
+    current_fresh_ = true;
   }
   record(last_event_, w);
 }

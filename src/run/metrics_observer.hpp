@@ -5,16 +5,22 @@
 //
 //   2 S Δ_0 / (γ K) + γ S L G² + γ² L² δ² G²
 //
-// with exact L and f_* from the objective and δ from the delay model. An IterateTracker
-// keeps f and ∇f current under block changes, so metrics every update stay cheap.
+// with L and f_* from the objective and δ from the delay model. An objective that knows no L
+// (the char-level GPT) gets L̂, the running estimate of src/run/smoothness_estimator.hpp over
+// the logged iterates so far (log.L_estimate; a lower estimate of L, so that bound is labelled
+// an estimate), and Δ₀ from its certified lower bound f_low when f_* is unknown. An
+// IterateTracker keeps f and ∇f current under block changes, so metrics every update stay cheap.
 // A non-finite loss or gradient, or f − f_* far above its start, stops the run (status
 // "diverged").
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "optimizers/method.hpp"
 #include "src/io/run_log.hpp"
+#include "src/run/smoothness_estimator.hpp"
 
 namespace stale {
 
@@ -30,6 +36,10 @@ struct MetricsOptions {
   double divergence = 1e6;
   // stop as if interrupted once k ≥ stop_after (0: never; tests of checkpoint and resume)
   int64_t stop_after = 0;
+  // estimate L along the run (src/run/smoothness_estimator.hpp); the bound uses the estimate
+  // only where the objective has no certified L
+  bool estimate_L = false;
+  int L_power_steps = 0;
 };
 
 class MetricsObserver final : public RunObserver {
@@ -70,6 +80,12 @@ class MetricsObserver final : public RunObserver {
   int64_t delta_seen() const { return delta_seen_; }
   // log the final state if the last update was not on the cadence
   void finish(const Vec& w);
+  // the smoothness estimate along the run (null when log.L_estimate is off)
+  const SmoothnessEstimator* L_estimator() const { return L_est_ ? &*L_est_ : nullptr; }
+  // the L the bound uses: the objective's certified L, else the estimate so far (NaN: none)
+  double bound_L() const;
+  // whether that L is the estimate
+  bool bound_L_estimated() const { return !std::isfinite(L_) && L_est_.has_value(); }
 
  private:
   void record(const UpdateEvent& e, const Vec& w);
@@ -81,7 +97,8 @@ class MetricsObserver final : public RunObserver {
   MetricsOptions opt_;
   std::function<void(const MetricsRow&)> progress_;
   std::unique_ptr<IterateTracker> tracker_, injected_;
-  double f_star_, L_;
+  double f_star_, L_;  // L_: the objective's certified L (NaN when it has none)
+  std::optional<SmoothnessEstimator> L_est_;
   double start_value_ = 0;
   double delta0_ = 0, G_ = 0, grad_sq_sum_ = 0, current_gns_ = 0, current_loss_ = 0;
   int64_t k_ = 0, last_logged_ = -1, logged_rows_ = 0, iterate_stride_ = 1;

@@ -115,6 +115,12 @@ void RunSession::start_observer(const Method& method, int64_t stop_after) {
   opt.delta = plan_.delay_bound;
   opt.updates = plan_.updates;
   opt.stop_after = stop_after;
+  // auto: estimate L only where the objective has none to give (the estimate's cost is then the
+  // price of having a bound at all; beside a certified L it would be a check, asked for with true)
+  const std::string& est = cfg_.get_string("log.L_estimate");
+  opt.estimate_L = est == "true" || (est == "auto" && !std::isfinite(f_->constants().L));
+  opt.L_power_steps = static_cast<int>(cfg_.get_int("log.L_power_steps"));
+  exact_mean_ = opt.exact_mean;
   lr_ = opt.lr;
   tty_ = isatty(STDERR_FILENO);
   last_print_ = std::chrono::steady_clock::now() - std::chrono::hours(1);
@@ -125,8 +131,22 @@ void RunSession::start_observer(const Method& method, int64_t stop_after) {
 TheoryConstants RunSession::theory(const RunReport& report) const {
   const auto& c = f_->constants();
   TheoryConstants t;
-  t.L = c.L;
+  t.L = obs_->bound_L();
   t.L_exact = c.L_exact;
+  if (const SmoothnessEstimator* e = obs_->L_estimator()) {
+    t.L_estimate_method = e->method();
+    t.L_estimate = e->estimate();
+    t.L_estimate_secant = e->secant();
+    t.L_estimate_power = e->power();
+    t.L_estimate_pairs = e->pairs();
+    t.L_estimate_hvps = e->hvps();
+    t.L_estimate_seconds = e->seconds();
+  }
+  t.L_source = std::isfinite(c.L) ? "certified"
+               : obs_->bound_L_estimated() ? "estimated (" + t.L_estimate_method + ")"
+                                           : "none";
+  t.exact_mean = exact_mean_;
+  if (!std::isfinite(c.f_star) && std::isfinite(c.f_low)) t.f_low = c.f_low;
   t.mu = c.mu;
   t.f_star = c.f_star;
   t.f_star_method = c.f_star_method;
@@ -187,6 +207,8 @@ RunResult RunSession::finish(const RunReport& report, const Vec& w) {
     log_->write_theory(t);
     res_.delta = static_cast<int64_t>(t.delta);
     res_.lr_within_1_over_L = t.lr_within_1_over_L();
+    res_.L = t.L;
+    res_.L_estimated = t.L_estimated();
     if (plan_.executes_schedule)
       log_->write_schedule(*plan_.schedule, report.simulation ? *report.simulation : *plan_.simulation,
                            report.measured_crossed);

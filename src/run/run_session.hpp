@@ -69,6 +69,7 @@ class RunSession {
   std::chrono::steady_clock::time_point t0_;
   bool progress_, tty_ = false;
   double lr_ = 0;
+  bool exact_mean_ = true;
   std::string tag_;
   std::chrono::steady_clock::time_point last_print_;
   std::unique_ptr<RunLog> log_;

@@ -26,10 +26,12 @@
 namespace stale {
 
 std::string run_summary_line(const RunResult& r) {
-  const char* fmt = "%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e delta=%lld wall=%.2fs";
+  const char* fmt = "%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e%s delta=%lld wall=%.2fs";
+  char est[64] = "";
+  if (r.L_estimated) std::snprintf(est, sizeof est, " (estimated L=%.4g)", r.L);
   auto print = [&](char* buf, size_t n) {
     return std::snprintf(buf, n, fmt, r.path.c_str(), r.status.c_str(), static_cast<long long>(r.updates),
-                         r.last.subopt, r.grad_norm_sq_mean, r.last.bound, static_cast<long long>(r.delta),
+                         r.last.subopt, r.grad_norm_sq_mean, r.last.bound, est, static_cast<long long>(r.delta),
                          r.wall_seconds);
   };
   std::string out(static_cast<size_t>(print(nullptr, 0)), '\0');

@@ -1,6 +1,7 @@
 #pragma once
 // One run: config → objective, method, run file. Everything that can be wrong with the
 // input is checked before the run file is created, so a bad config leaves no file.
+#include <cmath>
 #include <string>
 
 #include <memory>
@@ -24,6 +25,8 @@ struct RunResult {
   int64_t updates = 0;
   int64_t delta = 0;  // δ of the bound: /theory/delta (docs/theory.md §3)
   bool lr_within_1_over_L = false;  // γ ≤ 1/L, the bound's step-size condition: /theory/lr_within_1_over_L
+  double L = NAN;                   // the L the bound used (/theory/L)
+  bool L_estimated = false;         // that L is the estimate along the run, not certified (/theory/L_source)
   Vec final_w;  // the last iterate (equal, bit for bit, to the file's last /iterates row)
   std::vector<SuboptLow> subopt_lows;  // the logged rows' new lows of f − f_* (MetricsObserver)
   bool resumed = false;                // continued from a checkpoint: subopt_lows start there
@@ -31,7 +34,8 @@ struct RunResult {
 
 // out_path empty → log.out, else runs/<config stem>.h5
 // "PATH: status=ok k=… f-f*=… mean|grad f|^2=… bound=… delta=… wall=…s": what `stale run` prints and
-// a sweep's log holds for a finished run
+// a sweep's log holds for a finished run; "bound=… (estimated L=…)" when the bound's L is the
+// estimate along the run (a lower estimate of L: the bound is not certified)
 std::string run_summary_line(const RunResult& r);
 
 // log.out, else runs/<config file's stem>[_<override>…].h5 (overrides as given on the command

@@ -220,7 +220,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   std::mutex finished_mutex;
   auto keep_summary = [&](const std::string& hash, const RunResult& res) {
     if (res.resumed || (res.status != "ok" && res.status != "diverged")) return;
-    const RunSummary row = run_summary_of(res.status, res.wall_seconds, res.delta, res.lr_within_1_over_L, res.last,
+    const RunSummary row = run_summary_of(res.status, res.wall_seconds, res.delta, res.lr_within_1_over_L, res.L, res.L_estimated, res.last,
                                           res.subopt_lows, sweep.epsilon);
     std::lock_guard<std::mutex> lock(finished_mutex);
     finished_here[hash] = row;

@@ -57,8 +57,9 @@ def base_config(**over) -> dict:
     return cfg
 
 
-def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, **config):
-    """A run file with the layout of src/io/run_log.cpp, reduced to what the scripts read."""
+def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, L_source=None, **config):
+    """A run file with the layout of src/io/run_log.cpp, reduced to what the scripts read; L_source
+    "estimated (…)" marks a bound evaluated with an estimated L (/theory/bound_uses_estimated_L = 1)."""
     cfg = base_config(**config)
     subopt = np.asarray(subopt, dtype=float)
     n = len(subopt)
@@ -80,6 +81,9 @@ def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, **config)
         for key, v in {"L": L, "f_star": 0.0, "lr": lr, "K": cfg["method"]["updates"], "S": cfg["objective"]["stages"],
                        "delta": float(cfg["delay"]["max"]), "G": 1.0, "lr_within_1_over_L": int(lr <= 1 / L)}.items():
             t.attrs[key] = v
+        if L_source is not None:
+            t.attrs["L_source"] = L_source
+            t.attrs["bound_uses_estimated_L"] = int(L_source.startswith("estimated"))
     return str(path)
 
 

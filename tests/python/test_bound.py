@@ -1,13 +1,17 @@
 """The §3 bound for every method of a sweep (scripts/stale_analysis/bound.py, `audits.py bound`),
-the γ > 1/L mark of summarize_runs.py, and the index's bound columns from a real sweep."""
+the γ > 1/L mark of summarize_runs.py, the index's bound columns from a real sweep, and the label
+"estimated L" wherever a bound used the estimate of L along the run (the char-level GPT)."""
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
 
+import h5py
 import pytest
 
 from conftest import decaying, mixed_sweep, script, write_run
-from stale_analysis.bound import bound_runs, delta_text, method_table, plot_bound
+from stale_analysis.bound import L_estimated, bound_runs, delta_text, method_table, plot_bound
 from stale_analysis.plotting import plt
 
 
@@ -69,3 +73,68 @@ def test_the_index_has_the_bound_columns_and_gamma_flag(binary_sweep):
             assert total == pytest.approx(float(r["bound"]), rel=1e-15)  # the CSV's 17 digits
         assert r["lr_within_1_over_L"] == ("0" if float(r["method.lr"]) == 100.0 else "1")
     assert {r["method.name"]: r["delta"] for r in rows if r["method.name"] == "rpd"}["rpd"] == "4"
+
+
+# --- a bound with an estimated L says so ----------------------------------------------------------
+EST = "estimated (secant over consecutive logged iterates)"
+
+
+def test_a_bound_with_an_estimated_L_is_labelled_in_the_summary_table_and_the_method_table(tmp_path):
+    est = [write_run(tmp_path / f"e{s}.h5", decaying(1.0), L=20.0, L_source=EST, **{"delay.max": 8, "seed": s})
+           for s in (0, 1)]
+    cert = [write_run(tmp_path / f"c{s}.h5", decaying(1.0), L_source="certified", **{"delay.max": 0, "seed": s})
+            for s in (0, 1)]
+    old = write_run(tmp_path / "old.h5", decaying(1.0), **{"delay.max": 0, "seed": 2})  # no L_source: certified
+    r = script("summarize_runs.py", *est, *cert, old, "--group-by", "delay.max")
+    assert r.returncode == 0, r.stderr
+    rows = {c[0]: c for c in [[x.strip() for x in line.strip("|").split("|")]
+                              for line in r.stdout.splitlines() if line.startswith("| ")][1:]}
+    assert rows["8"][6].endswith("(estimated L)") and rows["8"][7].endswith("(estimated L)")  # bound, stale term
+    assert "estimated" not in rows["0"][6]
+    assert "L estimated along the run for 2 of 5 runs (a lower estimate of L" in r.stdout
+    assert L_estimated({"L_source": EST}) and not L_estimated({"L_source": "certified"}) and not L_estimated({})
+
+
+def test_method_table_and_legend_say_estimated_L(tmp_path):
+    d = tmp_path / "s"
+    os.makedirs(d / "runs")
+    rows = []
+    for i, (name, src) in enumerate((("charlm-rpd", EST), ("charlm-rpd", EST), ("rpd", "certified"))):
+        rel = f"runs/r{i}.h5"
+        write_run(d / rel, decaying(1.0), L=2.0, L_source=src, **{"method.name": name, "seed": i})
+        rows.append({"run": f"r{i}", "position": i, "method.name": name, "seed": i, "status": "ok", "path": rel})
+    with open(d / "index.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    runs = bound_runs([str(d)])
+    table = {m["method"]: m for m in method_table(runs)}
+    assert table["charlm-rpd"]["L"] == "estimated" and table["rpd"]["L"] == "certified"
+    fig, ax = plt.subplots()
+    plot_bound(ax, runs)
+    labels = ax.get_legend_handles_labels()[1]
+    plt.close(fig)
+    assert "charlm-rpd (δ = 0; 2 runs; estimated L)" in labels and "rpd (δ = 0; 1 runs)" in labels
+
+
+def test_a_real_charlm_run_file_is_labelled_estimated_and_summarized_so(stale_bin, tmp_path):
+    data = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data")
+    env = {**os.environ}
+    env.setdefault("STALE_DATA_DIR", os.path.abspath(data))
+    if not os.path.exists(os.path.join(env["STALE_DATA_DIR"], "tinyshakespeare.txt")):
+        pytest.skip("no tinyshakespeare.txt")
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text('seed = 1\nbackend = "cpu"\n[objective]\nname = "charlm"\nembedding = 8\nheads = 2\ncontext = 8\n'
+                   'batch_size = 2\nstages = 3\nsamples = 40\n[method]\nname = "pipedream"\nlr = 0.1\nupdates = 60\n'
+                   '[log]\nevery = 10\nexact_mean = true\nprogress = false\n')
+    out = tmp_path / "c.h5"
+    r = subprocess.run([stale_bin, "run", str(cfg), "--out", str(out)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "(estimated L=" in r.stdout
+    with h5py.File(out) as f:
+        t = f["theory"].attrs
+        assert t["L_source"].decode().startswith("estimated (secant") and t["bound_uses_estimated_L"] == 1
+        assert t["L"] == t["L_estimate"] and t["exact_mean"] == 1
+    s = script("summarize_runs.py", out)
+    assert s.returncode == 0, s.stderr
+    assert "(estimated L)" in s.stdout and "L estimated along the run for 1 of 1 runs" in s.stdout
