@@ -41,6 +41,8 @@ struct RunPlan {
   std::shared_ptr<const SimResult> simulation;
   std::string note;              // how K was derived when it is not method.updates
   bool executes_schedule = false;  // the method runs the schedule's ops (the run file gets /schedule)
+  // its updates carry the simulated time (/metrics/time), which is 0 at k = 0, before any op
+  bool clock = false;
 
   int64_t bound_delay(int64_t measured) const;
 };

@@ -102,6 +102,7 @@ class Rpd final : public Method {
     pl.schedule = order_.schedule;
     pl.simulation = order_.simulation;
     if (!order_.times.empty()) pl.note = "method.time_budget: the updates the schedule fits into the budget";
+    pl.clock = !order_.times.empty();
     return pl;
   }
 

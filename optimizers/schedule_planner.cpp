@@ -247,6 +247,7 @@ RunPlan plan_schedule_run(const PlanOptions& options, const Objective& f) {
   STALE_CHECK(schedule->blocks() == J, "schedule blocks = objective blocks");
   RunPlan pl;
   pl.executes_schedule = true;
+  pl.clock = true;
   // the whole run's largest delay, warm-up and drain included: every read the run makes is
   // one the simulation made (docs/theory.md §3); the steady state's values are reports
   pl.delay_bound = sim->delays.max_overall();

@@ -33,7 +33,7 @@ class Metric:
 # /metrics/*: 1-D series on one index, every log.every block updates plus k = 0 and the last
 METRICS = (
     Metric("k", "int64", "block updates", "block updates done (0 = the starting point)"),
-    Metric("time", "float64", "simulated time", "simulated time at the update's end (t_F = 1 by default; NaN without a schedule)"),
+    Metric("time", "float64", "simulated time", "simulated time at the update's end (t_F = 1 by default; 0 at k = 0; NaN without a schedule)"),
     Metric("loss", "float64", "loss", "f(w_k) over all data"),
     Metric("subopt", "float64", "loss", "f(w_k) - f_* (NaN when f_* is unknown)"),
     Metric("grad_norm_sq", "float64", "squared gradient norm", "‖∇f(w_k)‖², exact"),

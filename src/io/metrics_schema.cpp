@@ -11,7 +11,7 @@ const std::vector<MetricColumn>& metric_columns() {
   // the bound and its terms: docs/theory.md §3, evaluated with the run's γ, S, L, δ and the running G
   static const std::vector<MetricColumn> table = {
       {"k", "block updates", "block updates done (0 = the starting point)", &R::k},
-      {"time", "simulated time", "simulated time at the update's end (t_F = 1 by default; NaN without a schedule)",
+      {"time", "simulated time", "simulated time at the update's end (t_F = 1 by default; 0 at k = 0; NaN without a schedule)",
        &R::time},
       {"loss", "loss", "f(w_k) over all data", &R::loss},
       {"subopt", "loss", "f(w_k) - f_* (NaN when f_* is unknown)", &R::subopt},

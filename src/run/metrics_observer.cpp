@@ -36,6 +36,7 @@ void MetricsObserver::on_start(const Vec& w0) {
     log_->expect_rows(rows, opt_.iterates_every > 0 ? rows / stride + 2 : 0, opt_.updates);
   }
   UpdateEvent e0;
+  if (opt_.clock) e0.time = 0;
   record(e0, w0);
   last_w_ = &w0;
   latch_stop();

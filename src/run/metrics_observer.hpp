@@ -40,6 +40,7 @@ struct MetricsOptions {
   // only where the objective has no certified L
   bool estimate_L = false;
   int L_power_steps = 0;
+  bool clock = false;  // the method keeps a simulated clock: time = 0 at k = 0 (else NaN: no clock)
 };
 
 class MetricsObserver final : public RunObserver {

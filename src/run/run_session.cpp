@@ -115,6 +115,7 @@ void RunSession::start_observer(const Method& method, int64_t stop_after) {
   opt.delta = plan_.delay_bound;
   opt.updates = plan_.updates;
   opt.stop_after = stop_after;
+  opt.clock = plan_.clock;
   // auto: estimate L only where the objective has none to give (the estimate's cost is then the
   // price of having a bound at all; beside a certified L it would be a check, asked for with true)
   const std::string& est = cfg_.get_string("log.L_estimate");

@@ -386,3 +386,12 @@ def test_a_sweeps_progress_in_a_log_is_a_line_a_second(stale_bin, tmp_path):
     lines = [line for line in r.stderr.splitlines() if " runs (" in line]
     assert lines and lines[-1].split("]")[1].strip().startswith("24/24"), r.stderr
     assert len(lines) <= elapsed + 2, (len(lines), elapsed)
+
+
+def test_simulated_time_is_zero_at_k_zero_for_methods_with_a_clock():
+    """/metrics/time: 0 at k = 0 for a method that keeps the simulated clock (no op has run yet),
+    increasing after; NaN throughout for a method without one."""
+    pd = stale.run(QUICK, drop_unread=True, **{"method.name": "pipedream", "method.updates": 64})
+    t = pd.series("time")
+    assert t[0] == 0.0 and np.all(np.diff(t) >= 0) and t[-1] > 0
+    assert np.all(np.isnan(stale.run(QUICK, **{"method.updates": 64}).series("time")))
