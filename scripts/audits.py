@@ -134,9 +134,12 @@ STYLES = [dict(marker="o", ls="-", ms=7), dict(marker="s", ls="--", ms=5), dict(
           dict(marker="x", ls="-.", ms=6)]
 
 
-def excess_audit(data, base, res, xlabel, title, fig_name, md_name, header, sweeps, note=""):
-    """data: {variant: {x: {seed: (value, stale term)}}}; base: {x: {seed: (value, _)}}"""
+def excess_audit(data, base, res, xlabel, title, fig_name, md_name, header, sweeps, note="", predicted=None):
+    """data: {variant: {x: {seed: (value, stale term)}}}; base: {x: {seed: (value, _)}};
+    predicted: (exponent, label): a reference line of the theory's slope through the largest
+    positive mean excess, so the figure reads without its table"""
     fig, ax = plt.subplots(figsize=(6.4, 5.0))
+    anchor = None  # (x, excess) of the largest x with a positive mean excess, over the variants
     fits = ["| delays | fitted exponent (positive tail) | 95% interval (bootstrap over seeds) | range fitted |",
             "|---|---|---|---|"]
     rows = [f"| delays | {xlabel} | excess of (1/K)Σ‖∇f‖² over δ = 0, mean [min, max] | bound's stale term γ²L²δ²G² | excess ÷ stale term |",
@@ -163,9 +166,18 @@ def excess_audit(data, base, res, xlabel, title, fig_name, md_name, header, swee
             fits.append(f"| {v} | n/a (fewer than 2 points with a positive excess) | | |")
             lab = f"{v}"
         st = STYLES[i % len(STYLES)]
+        pos = [j for j in range(len(xs)) if m[j] > 0]
+        if pos and (anchor is None or xs[pos[-1]] > anchor[0] or (xs[pos[-1]] == anchor[0] and m[pos[-1]] > anchor[1])):
+            anchor = (xs[pos[-1]], m[pos[-1]])
         line, = ax.plot(xs, np.abs(m), label=lab, lw=1.3, **st)
         neg = m < 0
         ax.plot(np.array(xs)[neg], np.abs(m)[neg], st["marker"], ms=st["ms"], mfc="white", color=line.get_color(), ls="none")
+    if predicted and anchor:
+        exponent, label = predicted
+        allx = sorted({x for v in data for x in data[v] if x > 0})
+        xr = np.array([allx[0], allx[-1]], dtype=float)
+        ax.plot(xr, anchor[1] * (xr / anchor[0]) ** exponent, color="0.45", lw=1.0, ls=(0, (6, 3)), zorder=0,
+                label=f"{label}: slope {exponent:g}, through the largest positive excess")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
@@ -193,7 +205,8 @@ def audit_delta(d, res):
                  ["# δ-exponent audit (docs/theory.md §3: the stale term of the bound is γ²L²δ²G²)", "",
                   "The excess is measured against the δ = 0 run with the same seed (common random numbers). "
                   "A negative excess means the stale run had the smaller mean squared gradient. The exponent is "
-                  "fitted where the mean excess is positive, up to the largest δ."], [d])
+                  "fitted where the mean excess is positive, up to the largest δ."], [d],
+                 predicted=(2, "theory: stale term γ²L²δ²G²"))
 
 
 def audit_stages(dirs, res):
@@ -215,7 +228,8 @@ def audit_stages(dirs, res):
                  "audit_stages.png", "audit_stages.md",
                  ["# S-exponent audit (docs/theory.md §4: δ_PD = S² − S/2 makes the stale term Θ(γ²S⁴))", "",
                   "Excess over the δ = 0 run with the same S and seed. Worst case (constant δ at every read) against "
-                  "mean behaviour (uniform draws, PipeDream's exact table) at the same S."], dirs, note)
+                  "mean behaviour (uniform draws, PipeDream's exact table) at the same S."], dirs, note,
+                 predicted=(4, "theory: stale term Θ(γ²S⁴)"))
 
 
 def audit_paci(d, res):
