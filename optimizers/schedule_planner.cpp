@@ -197,21 +197,21 @@ Searched search_schedule(const PlanOptions& opt, const SimOptions* full) {
 Schedule plan_schedule(const PlanOptions& opt) { return search_schedule(opt, nullptr).schedule; }
 
 PlannedSchedule planned_schedule(const PlanOptions& opt, const SimOptions& so) {
-  // everything plan_schedule and simulate read
-  std::ostringstream key;
-  key << opt.schedule << '|' << opt.params.stages << ',' << opt.params.microbatches << ',' << opt.params.accumulation << ','
-      << opt.params.replicas << ',' << opt.params.local_steps << ',' << opt.params.chunks << '|' << opt.costs.describe() << '|'
-      << opt.updates << '|';
-  key.precision(17);
-  key << opt.time_budget << '|' << so.timeline << so.reads << so.updates << so.delay_table << so.delay_stats
-      << so.delay_pairs << ',' << so.steady_margin;
+  // the key is the typed options themselves, compared field by field (defaulted ==): a field
+  // added to either struct is part of it, where a hand-listed key string could forget one
+  struct Key {
+    PlanOptions plan;
+    SimOptions sim;
+    bool operator==(const Key&) const = default;
+  };
+  const Key key{opt, so};
   static std::mutex m;
-  static std::list<std::pair<std::string, PlannedSchedule>> recent;  // most recent first
+  static std::list<std::pair<Key, PlannedSchedule>> recent;  // most recent first
   constexpr size_t kKeep = 8;
   {
     std::lock_guard<std::mutex> lock(m);
     for (auto it = recent.begin(); it != recent.end(); ++it)
-      if (it->first == key.str()) {
+      if (it->first == key) {
         recent.splice(recent.begin(), recent, it);
         return recent.front().second;
       }
@@ -224,11 +224,11 @@ PlannedSchedule planned_schedule(const PlanOptions& opt, const SimOptions& so) {
   std::lock_guard<std::mutex> lock(m);
   // another thread may have planned the same schedule meanwhile: every run shares one plan
   for (auto it = recent.begin(); it != recent.end(); ++it)
-    if (it->first == key.str()) {
+    if (it->first == key) {
       recent.splice(recent.begin(), recent, it);
       return recent.front().second;
     }
-  recent.emplace_front(key.str(), p);
+  recent.emplace_front(key, p);
   if (recent.size() > kKeep) recent.pop_back();
   return p;
 }

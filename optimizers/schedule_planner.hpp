@@ -23,7 +23,7 @@ namespace stale {
 struct PlanOptions {
   std::string schedule = "pipedream";
   ScheduleParams params;        // stages = devices; microbatches resolved by plan_schedule
-  CostModel costs;              // planned_schedule's cache tells plans apart by costs.describe()
+  CostModel costs;
   int64_t updates = 0;          // K = method.updates
   double time_budget = 0;       // > 0: run every micro-batch whose timeline fits
   // op durations that depend on the run's state (costs.coupling, costs.coupling_scale): the
@@ -37,6 +37,8 @@ struct PlanOptions {
   // objective.stages, method.microbatches/accumulation/replicas/local_steps/chunks,
   // method.updates/time_budget and [costs] of a config, for the named schedule
   static PlanOptions from_config(const Config& cfg, const std::string& schedule);
+  // every field, so that a field added here is part of the plan cache's key without an edit there
+  bool operator==(const PlanOptions&) const = default;
 };
 
 // [costs] of a config as a cost model (costs.seed = −1 takes the base seed), and as the

@@ -59,6 +59,7 @@ class CostModel {
 
   // every duration and the latency multiplied by `factor` (the noise draws are unchanged)
   CostModel scaled(double factor) const;
+  bool operator==(const CostModel&) const = default;  // every setting: the plan cache's key
 
   // The multiplicative noise of the next op of one device; pure given (seed, device, order).
   class Noise {

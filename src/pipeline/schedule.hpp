@@ -86,6 +86,7 @@ struct ScheduleParams {
   int replicas = 0;     // LocalSGD only; default = stages
   int local_steps = 0;  // LocalSGD only; default 1
   int chunks = 0;       // interleaved only; default 2
+  bool operator==(const ScheduleParams&) const = default;  // every field: the plan cache's key
 };
 
 // What a schedule is and how to generate it: one row of the schedule registry

@@ -53,6 +53,7 @@ struct SimOptions {
   bool delay_pairs = false;     // DelayStats by (updating block, read block): O(blocks) per update
   int64_t steady_margin = -1;   // micro-batches left out at each end for the steady-state
                                 // statistics; −1: 2 · blocks
+  bool operator==(const SimOptions&) const = default;
 };
 
 struct Update {

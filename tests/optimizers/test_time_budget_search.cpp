@@ -4,6 +4,11 @@
 // the shared plan's simulation is the plan's.
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "optimizers/schedule_planner.hpp"
 
 TEST_SUITE_BEGIN("optimizers");
@@ -57,6 +62,37 @@ TEST_CASE("TimeBudgetSearchFindsTheLargestFittingMicrobatchCount") {
     CHECK(shared.simulation->delay_table == fresh.delay_table);
     CHECK(shared.simulation->updates.size() == fresh.updates.size());
     CHECK(shared.simulation->peak_versions == fresh.peak_versions);
+  }
+}
+
+// The plan cache's key is the typed options (defaulted ==): equal options share one plan,
+// and any field that differs — each of the schedule parameters, the costs, K, the budget, the
+// simulation options — gets its own
+TEST_CASE("ThePlanCacheSharesEqualOptionsAndTellsEveryFieldApart") {
+  PlanOptions opt;
+  opt.schedule = "pipedream";
+  opt.params.stages = 4;
+  opt.updates = 64;
+  SimOptions so;
+  const PlannedSchedule a = planned_schedule(opt, so);
+  CHECK(planned_schedule(opt, so).schedule == a.schedule);  // the same object: shared
+  std::vector<std::pair<std::string, std::function<void(PlanOptions&, SimOptions&)>>> changes = {
+      {"stages", [](PlanOptions& o, SimOptions&) { o.params.stages = 2; }},
+      {"updates", [](PlanOptions& o, SimOptions&) { o.updates = 96; }},
+      {"costs", [](PlanOptions& o, SimOptions&) { o.costs.set("forward", "2"); }},
+      {"latency", [](PlanOptions& o, SimOptions&) { o.costs.set("latency", "0.5"); }},
+      {"steady_margin", [](PlanOptions&, SimOptions& s) { s.steady_margin = 1; }},
+      {"delay_table", [](PlanOptions&, SimOptions& s) { s.delay_table = true; }},
+  };
+  for (auto& [what, change] : changes) {
+    CAPTURE(what);
+    PlanOptions o = opt;
+    SimOptions s = so;
+    change(o, s);
+    const bool same = o == opt && s == so;
+    CHECK_FALSE(same);
+    const PlannedSchedule b = planned_schedule(o, s);
+    CHECK(b.simulation != a.simulation);
   }
 }
 
