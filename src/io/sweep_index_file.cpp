@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string_view>
@@ -43,8 +44,9 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
     const auto& k = series("k");
     const auto& t = series("time");
     const auto& sub = series("subopt");
+    // series of unequal lengths (a damaged file) are read as far as all of them go
     if (epsilon > 0)
-      for (size_t i = 0; i < sub.size(); ++i)
+      for (size_t i = 0; i < std::min({sub.size(), k.size(), t.size()}); ++i)
         if (sub[i] <= epsilon) {
           row.time_to_eps_k = k[i];
           row.time_to_eps = t[i];
