@@ -282,6 +282,12 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
                                                            std::to_string(opt.shard_count) + ".lock";
   const WriteLock lock(dir.string(), opt.shard_count == 1 ? "sweep folder" : "sweep folder's shard",
                        (dir / lock_name).string());
+  // removed by the lock, or by end_process_in_set_up when a stop ends the sweep in set-ups
+  struct Remembered {
+    std::string path;
+    explicit Remembered(std::string p) : path(std::move(p)) { remember_lock_file(path); }
+    ~Remembered() { forget_lock_file(path); }
+  } remembered(lock.path());
   if (!opt.index_only && !todo.empty()) {
     fs::create_directories(dir / "runs");
     fs::create_directories(dir / "configs");
@@ -403,8 +409,26 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           }
         }
       };
+      std::atomic<int> workers_done{0};
       std::vector<std::thread> pool;
-      for (int t = 0; t < jobs; ++t) pool.emplace_back(worker);
+      for (int t = 0; t < jobs; ++t)
+        pool.emplace_back([&] {
+          worker();
+          ++workers_done;
+        });
+      // Asked to stop, the sweep waits for its runs that stream (each checkpoints at its next
+      // update), not for set-ups: once no run holds a run file, the command line's sweep writes
+      // the index and ends (interrupt.hpp; a set-up — constants, a plan — may take minutes)
+      while (workers_done.load() < jobs) {
+        if (stop_requested() && abandon_set_ups()) {
+          {
+            std::lock_guard<std::mutex> lock(finished_mutex);
+            write_sweep_index(sweep, dir.string(), finished_here);
+          }
+          end_process_in_set_up();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       for (auto& t : pool) t.join();
     }
     if (opt.progress && tty) std::fprintf(stderr, "\n");
