@@ -127,7 +127,7 @@ RunPhase::~RunPhase() {
 bool abandon_set_ups() {
   if (g_mode.load() == 0) return false;
   const std::lock_guard<std::mutex> lock(g_phase_mutex);
-  if (g_holding.load() > 0) return false;
+  if (g_holding.load() > 0 || g_in_set_up.load() == 0) return false;
   g_abandoned = true;
   return true;
 }

@@ -62,9 +62,11 @@ class RunPhase {
 };
 
 // An in-process sweep asked to stop: true when no run of this process holds a run file (every
-// run that streamed has checkpointed and returned); from then on no run leaves its set-up, and
-// the caller writes what it must and calls end_process_in_set_up(). False without
-// allow_exit_in_set_up, or while a run still holds a file.
+// run that streamed has checkpointed and returned) and some run is in set-up (a RunPhase, or
+// the building of an objective runs share); from then on no run leaves its set-up, and the
+// caller writes what it must and calls end_process_in_set_up(). False without
+// allow_exit_in_set_up, while a run still holds a file, or when no run is in set-up (the
+// workers are between runs: they see the stop and return at once).
 bool abandon_set_ups();
 // a lock file this process holds beside its runs' (a sweep folder's), for
 // end_process_in_set_up to remove; forget_lock_file when its WriteLock has removed it itself

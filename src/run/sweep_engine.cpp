@@ -340,6 +340,11 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
         } catch (const UserError&) {
         }
       };
+      // building an objective runs share is their set-up too: a stop need not wait for it
+      auto shared_objective = [&](const Config& cfg, const std::string& key) {
+        const RunPhase building({});
+        return cache.get(cfg, key);
+      };
       auto worker = [&] {
         SerialScope serial;  // one run per core: no nested parallel loops
         for (size_t i = next++; i < items.size() && !stop_requested(); i = next++) {  // SIGINT/SIGTERM: no new run
@@ -349,7 +354,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
             bool ok = false;
             std::string text;
             try {
-              const auto f = cache.get(r.config, keys[i]);
+              const auto f = shared_objective(r.config, keys[i]);
               RunOptions ro;
               ro.objective = f;
               // a run killed or interrupted earlier continues from its checkpoint (checkpoint.hpp)
@@ -381,7 +386,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           std::vector<std::string> texts(item.size());
           std::vector<bool> oks(item.size(), false);
           try {
-            const auto f = cache.get(item.front()->config, keys[i]);
+            const auto f = shared_objective(item.front()->config, keys[i]);
             const auto results = run_ensemble_experiment(columns, f, true);
             for (size_t c = 0; c < item.size(); ++c) {
               if (!results[c].error.empty()) {
@@ -425,6 +430,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
             std::lock_guard<std::mutex> lock(finished_mutex);
             write_sweep_index(sweep, dir.string(), finished_here);
           }
+          for (auto& t : pool) t.detach();  // ended with the process, not joined
           end_process_in_set_up();
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
