@@ -33,6 +33,7 @@
 #include "src/core/cpu_target.hpp"
 #include "src/run/config_rules.hpp"
 #include "src/core/error.hpp"
+#include "src/io/h5.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
 #include "src/pipeline/cost_model.hpp"
@@ -486,6 +487,10 @@ nb::dict objective_data(const std::string& path, const std::string& text, const 
 NB_MODULE(_stale, m) {
   using namespace stale;
   m.doc() = "the C++ core of the stale harness (use the package `stale`, not this module)";
+  // as the CLI: HDF5 1.10 leaks an object on every failed open of a damaged file, and its
+  // clean-up at the interpreter's exit then printed "infinite loop closing library" and a dump
+  // (everything of ours is closed when each call returns)
+  h5::no_cleanup_at_exit();
   nb::exception<UserError>(m, "ConfigError", PyExc_ValueError);
   m.attr("version") = stale::build::version;
   m.attr("git_sha") = stale::build::git_sha;

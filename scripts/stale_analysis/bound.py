@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runs import divergence_reason, load_run
+from .errors import AnalysisError
+from .runs import divergence_reason, load_run, number
 from .sweeps import read_index
 
 
@@ -86,7 +87,9 @@ def _flag(v, default=True) -> bool:
         return default
     if isinstance(v, str):
         return v.strip().lower() not in ("0", "false", "no", "")
-    return bool(v)
+    if np.size(v) != 1:  # an array where a flag belongs: a damaged file
+        return default
+    return bool(np.asarray(v).reshape(()))
 
 
 def L_estimated(theory: dict) -> bool:
@@ -126,16 +129,19 @@ def bound_runs(sweep_dirs) -> list[BoundRun]:
             run = load_run(os.path.join(d, row["path"]))
             th = run.theory
             m = run.metrics
-            k = np.asarray(m["k"], dtype=float)
-            b = np.asarray(m["bound"], dtype=float) if "bound" in m else np.full(len(k), math.nan)
-            g = np.asarray(m["grad_norm_sq_mean"], dtype=float)
+            k = run.series("k")
+            b = run.series("bound") if "bound" in m else np.full(len(k), math.nan)
+            g = run.series("grad_norm_sq_mean")
+            if not len(k) == len(b) == len(g):
+                raise AnalysisError(f"{run.path}: /metrics/k, bound and grad_norm_sq_mean differ in length "
+                                    "(a damaged run file?)")
             ok = np.isfinite(b) & (k > 0)
             terms = {t: float(m[t][-1]) if t in m and len(m[t]) else math.nan
                      for t in ("bound_opt", "bound_stoch", "bound_stale")}
             out.append(BoundRun(
                 sweep=d, run=row["run"], axes={a: row[a] for a in axes},
                 method=str(run.flat.get("method.name", "?")),
-                delta=float(th.get("delta", math.nan)), lr=run.lr,
+                delta=number(run.path, th.get("delta", math.nan), "/theory delta"), lr=run.lr,
                 within=_flag(th.get("lr_within_1_over_L"), default=False),
                 exact_mean=exact_mean_of(run),
                 diverged=divergence_reason(run), k=k[ok], measured=g[ok], bound=b[ok], terms=terms,

@@ -3,9 +3,11 @@ constants, and the rule that decides whether a run diverged."""
 from __future__ import annotations
 
 import csv
+import ctypes
 import difflib
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from functools import cached_property
@@ -26,6 +28,24 @@ PSEUDO_KEYS = ("status", "file")
 
 def _text(v):
     return v.decode() if isinstance(v, bytes) else v
+
+
+# What h5py, NumPy and tomllib raise on a damaged or foreign file (h5py: KeyError for an object
+# whose header cannot be read, TypeError and ValueError for a dataset of an unexpected shape or
+# type): turned into the one-line AnalysisError that names the file, where the file is read.
+_DAMAGE = (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError)
+
+
+def damaged(path: str, e: Exception) -> AnalysisError:
+    return AnalysisError(f"{path}: a damaged or foreign run file ({type(e).__name__}: {e})")
+
+
+def number(path: str, value, what: str) -> float:
+    """an attribute's value as a float, or an AnalysisError naming the file and the attribute"""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise AnalysisError(f"{path}: {what} = {value!r} is not a number (a damaged run file?)") from None
 
 
 def flatten(node: dict, prefix: str = "") -> dict:
@@ -53,7 +73,10 @@ class _Metrics(Mapping):
             if name not in self._names:
                 raise KeyError(name)
             with open_h5(self._path, "HDF5 run file") as f:
-                v = f["metrics"][name][()]
+                try:
+                    v = f["metrics"][name][()]
+                except _DAMAGE as e:
+                    raise damaged(self._path, e) from None
             self._read[name] = v if self._n is None else v[:self._n]
         return self._read[name]
 
@@ -76,14 +99,20 @@ class Run:
 
     def _read_attrs(self, group: str | None) -> dict:
         with open_h5(self.path, "HDF5 run file") as f:
-            node = f if group is None else f.get(group)
-            if node is None:
-                return {}
-            return {k: _text(v) for k, v in node.attrs.items() if not (group is None and k == "config")}
+            try:
+                node = f if group is None else f.get(group)
+                if node is None:
+                    return {}
+                return {k: _text(v) for k, v in node.attrs.items() if not (group is None and k == "config")}
+            except _DAMAGE as e:
+                raise damaged(self.path, e) from None
 
     @cached_property
     def config(self) -> dict:
-        return tomllib.loads(self._config_text)
+        try:
+            return tomllib.loads(self._config_text)
+        except tomllib.TOMLDecodeError as e:
+            raise AnalysisError(f"{self.path}: its config attribute is not TOML ({e}; a damaged run file?)") from None
 
     @cached_property
     def theory(self) -> dict:
@@ -126,39 +155,91 @@ class Run:
 
     @property
     def lr(self) -> float:
-        return float(self.theory.get("lr", self.flat.get("method.lr", math.nan)))
+        return number(self.path, self.theory.get("lr", self.flat.get("method.lr", math.nan)), "the step size")
+
+
+# metadata reads an SWMR reader tries before it gives up on a damaged file, as the binary's
+# (src/io/h5.cpp kSwmrReadAttempts): HDF5's default is 100 with a growing back-off, and a
+# truncated .partial hung a report for minutes
+SWMR_READ_ATTEMPTS = 4
+
+
+def _hdf5_library():
+    """h5py's own libhdf5 through ctypes (h5py does not expose H5Pset_metadata_read_attempts),
+    or None where it cannot be found: the open then keeps HDF5's default"""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f
+                            if re.search(r"/libhdf5[-.][^/]*$", line.split()[-1] if line.split() else "")})
+    except OSError:
+        return None
+    for p in paths:
+        try:
+            lib = ctypes.CDLL(p)
+            lib.H5Pset_metadata_read_attempts.argtypes = [ctypes.c_int64, ctypes.c_uint]
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+def _open_swmr(path: str):
+    lib = _hdf5_library()
+    if lib is None:
+        return h5py.File(path, "r", swmr=True)
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    lib.H5Pset_metadata_read_attempts(fapl.id, SWMR_READ_ATTEMPTS)
+    fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY | h5py.h5f.ACC_SWMR_READ, fapl=fapl)
+    return h5py.File(fid)
 
 
 def open_h5(path: str, what: str = "HDF5 file"):
     """h5py.File(path, "r"), or an AnalysisError naming the path when it is missing or is not
-    readable as `what`."""
+    readable as `what`. A file a writer holds (a live or killed RUN.h5.partial, in SWMR mode:
+    docs/design.md) is opened as an SWMR reader that retries a damaged read a few times only;
+    any other failure (truncated, not HDF5) is the error at once."""
     if not os.path.exists(path):
         raise AnalysisError(f"{path}: no such file")
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        try:  # a live or killed RUN.h5.partial is held in SWMR mode (docs/design.md)
-            return h5py.File(path, "r", swmr=True)
+        if "already open for write" not in str(e) and "lock" not in str(e):
+            raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
+        try:
+            return _open_swmr(path)
         except OSError:
             raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
 
 
 def load_run(path: str) -> Run:
+    """A run file's status and config, and its /metrics read on first use: a series whose
+    header says it is not a 1-D numeric series, a config that is not text, or an object h5py
+    cannot open is an AnalysisError naming the file (no data is read here)."""
     with open_h5(path, "HDF5 run file") as f:
-        if "config" not in f.attrs or "metrics" not in f:
-            raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
-        version = int(f.attrs.get("schema_version", -1))
-        if version != RUN_SCHEMA_VERSION:
-            raise AnalysisError(f"{path}: run file schema_version {version}; this version of stale reads "
-                                f"{RUN_SCHEMA_VERSION} (read it with the stale that wrote it: its root attribute 'version')")
-        status = _text(f.attrs.get("status", "unknown"))
-        m = f["metrics"]
-        # the writer's order (src/io/metrics_schema.cpp), then any series this copy does not know
-        names = [k for k in METRIC_NAMES if k in m] + [k for k in m if k not in METRIC_NAMES]
-        # a finished file's series have equal lengths (rows are written together); only a
-        # .partial (running, interrupted or killed) may hold one a flush longer than another
-        n = None if status in ("ok", "diverged") else min((m[name].shape[0] for name in names), default=0)
-        return Run(path, _text(f.attrs["config"]), status, _Metrics(path, names, n))
+        try:
+            if "config" not in f.attrs or "metrics" not in f:
+                raise AnalysisError(f"{path}: not a stale run file (no /metrics or config attribute; a schedule file?)")
+            status = _text(f.attrs.get("status", "unknown"))
+            config = _text(f.attrs["config"])
+            version = int(f.attrs.get("schema_version", -1))
+            if version != RUN_SCHEMA_VERSION:
+                raise AnalysisError(f"{path}: run file schema_version {version}; this version of stale reads "
+                                    f"{RUN_SCHEMA_VERSION} (read it with the stale that wrote it: its root attribute 'version')")
+            m = f["metrics"]
+            if not isinstance(config, str) or not isinstance(m, h5py.Group):
+                raise AnalysisError(f"{path}: not a stale run file (its config is not text or /metrics not a group)")
+            # the writer's order (src/io/metrics_schema.cpp), then any series this copy does not know
+            names = [k for k in METRIC_NAMES if k in m] + [k for k in m if k not in METRIC_NAMES]
+            for name in names:
+                d = m[name]
+                if not isinstance(d, h5py.Dataset) or d.ndim != 1 or d.dtype.kind not in "fiub":
+                    raise AnalysisError(f"{path}: /metrics/{name} is not a 1-D numeric series (a damaged run file?)")
+            # a finished file's series have equal lengths (rows are written together); only a
+            # .partial (running, interrupted or killed) may hold one a flush longer than another
+            n = None if status in ("ok", "diverged") else min((m[name].shape[0] for name in names), default=0)
+        except _DAMAGE as e:
+            raise damaged(path, e) from None
+        return Run(path, config, status, _Metrics(path, names, n))
 
 
 def run_paths(paths) -> list[str]:

@@ -53,8 +53,10 @@ METRICS = (
 METRIC_NAMES = tuple(m.name for m in METRICS)
 _BY_NAME = {m.name: m for m in METRICS}
 
-# index.csv: run, position, the sweep's varying keys, status, these results, path (index.h5:
-# one dataset each); a result is empty in the CSV (NaN in index.h5) when the run file is missing
+# index.csv: run, position, duplicate_of, the sweep's varying keys, status, these results, path
+# (index.h5: one dataset each); a result is empty in the CSV (NaN in index.h5) when the run file is
+# missing; duplicate_of is the grid position of the earlier point that is the same run (empty in
+# the CSV, -1 in index.h5, for a point that is not a duplicate)
 INDEX_COLUMNS = (
     Metric("k", "float64", "block updates", "block updates done (the last logged k)"),
     Metric("time", "float64", "simulated time", "simulated time at the last logged update (NaN without a schedule)"),
@@ -81,7 +83,7 @@ INDEX_COLUMNS = (
     Metric("wall_seconds", "float64", "seconds", "the run's wall time (its root attribute wall_seconds)"),
 )
 INDEX_RESULTS = tuple(c.name for c in INDEX_COLUMNS)
-INDEX_LEADING = ("run", "position")
+INDEX_LEADING = ("run", "position", "duplicate_of")
 INDEX_TRAILING = ("status",) + INDEX_RESULTS + ("path",)
 # index columns that are not grid axes
 INDEX_NON_AXIS = frozenset(INDEX_LEADING + INDEX_TRAILING)

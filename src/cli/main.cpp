@@ -65,6 +65,7 @@ int interrupted_exit_code() { return 128 + (stop_signal() != 0 ? stop_signal() :
 int cmd_run(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& out,
             bool quiet, bool force, const std::string& resume, bool cont, bool drop_unread) {
   install_stop_handlers();
+  allow_exit_in_set_up(true);  // one run: a stop in its set-up ends the process at once
   RunOptions o;
   o.overwrite = force;
   Config cfg;
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("schedule")) return run_schedule_command();
     if (app.got_subcommand("sweep")) {
       install_stop_handlers();
+      allow_exit_in_set_up(false);  // the sweep ends once no run holds a file (sweep_engine.cpp)
       const int rc = run_sweep_command();
       return stop_requested() ? interrupted_exit_code() : rc;
     }

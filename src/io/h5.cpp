@@ -1,11 +1,12 @@
 #include "src/io/h5.hpp"
 
-#include <filesystem>
-
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <list>
 #include <mutex>
+
+#include "src/core/memory.hpp"
 
 namespace stale::h5 {
 
@@ -258,13 +259,45 @@ void write_dataset(hid_t parent, const std::string& name, hid_t type, const T* d
   for (size_t i = 1; i < dims.size(); ++i) per_row *= dims[i];
   write_whole(parent, name, type, type, dims, (hsize_t{1} << 16) / std::max<hsize_t>(1, per_row), true, data);
 }
+std::string shape_text(const std::vector<hsize_t>& dims) {
+  std::string t = "(";
+  for (size_t i = 0; i < dims.size(); ++i) t += (i ? ", " : "") + std::to_string(dims[i]);
+  return t + (dims.size() == 1 ? ",)" : ")");
+}
+// The values a dataset's shape declares, checked before anything is allocated for them (issue
+// 34: a fuzzed shape of 2^40 rows over a file of a few kilobytes asked for terabytes). The
+// product must not overflow; a dataset stored without filters must store them (its bytes on
+// disk cover every value: what HDF5 would otherwise read as fill values or past the file's
+// end is a damaged file); and they must fit the memory budget (src/core/memory.hpp).
+hsize_t declared_values(hid_t dset, const std::string& name, const std::vector<hsize_t>& dims, size_t value_bytes) {
+  Handle type(H5Dget_type(dset), H5Tclose, "H5Dget_type of " + name);
+  hsize_t total = 1, needed = 0;
+  bool overflow = false;
+  for (auto d : dims) overflow |= __builtin_mul_overflow(total, d, &total);
+  overflow |=
+      __builtin_mul_overflow(total, static_cast<hsize_t>(std::max(H5Tget_size(type.id()), value_bytes)), &needed);
+  if (overflow)
+    throw UserError("HDF5 dataset " + name + " declares the shape " + shape_text(dims) +
+                    ", more than 2^64 bytes: the file is damaged");
+  if (total == 0) return 0;
+  Handle plist(H5Dget_create_plist(dset), H5Pclose, "H5Dget_create_plist of " + name);
+  needed = total * H5Tget_size(type.id());
+  if (H5Pget_nfilters(plist.id()) == 0 && H5Dget_storage_size(dset) < needed)
+    throw UserError("HDF5 dataset " + name + " declares the shape " + shape_text(dims) + " (" +
+                    format_bytes(static_cast<double>(needed)) + ") but stores " +
+                    format_bytes(static_cast<double>(H5Dget_storage_size(dset))) +
+                    ": the file is truncated or damaged");
+  check_memory(static_cast<double>(total) * static_cast<double>(value_bytes),
+               "HDF5 dataset " + name + " of shape " + shape_text(dims),
+               "the file is damaged, or larger than this process may read");
+  return total;
+}
 template <class T>
 std::vector<T> read_all(hid_t parent, const std::string& name, hid_t type, std::vector<hsize_t>& dims) {
   const Lock lock;
   Handle dset = open_dataset(parent, name);
   dims = dataset_dims(dset.id());
-  hsize_t total = 1;
-  for (auto d : dims) total *= d;
+  const hsize_t total = declared_values(dset.id(), name, dims, sizeof(T));
   std::vector<T> out(total);
   if (total > 0) ok(H5Dread(dset.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "read " + name);
   return out;
@@ -527,7 +560,10 @@ std::string read_attr_string(hid_t obj, const std::string& name) {
     H5free_memory(buf);
     return s;
   }
+  // a fixed-length string of n bytes stores n bytes (a damaged type says gigabytes)
   const size_t n = H5Tget_size(ftype.id());
+  if (n > H5Aget_storage_size(a.id()))
+    throw UserError("HDF5 attribute " + name + " is damaged (its string type is longer than what it stores)");
   std::string s(n, '\0');
   ok(H5Aread(a.id(), ftype.id(), s.data()), "read attribute " + name);
   while (!s.empty() && s.back() == '\0') s.pop_back();
@@ -683,6 +719,13 @@ void write_bytes_at(hid_t dset, hsize_t offset, const uint8_t* data, size_t k) {
 
 std::vector<uint8_t> read_bytes(hid_t dset, hsize_t n) {
   const Lock lock;
+  // a slot is stored unfiltered, every byte written: asked for more than it stores (a damaged
+  // length, an extent of 2^40 bytes) is an error, not an allocation
+  if (n > H5Dget_storage_size(dset))
+    throw UserError("HDF5: " + std::to_string(n) + " bytes asked of a dataset that stores " +
+                    std::to_string(H5Dget_storage_size(dset)));
+  check_memory(static_cast<double>(n), "HDF5: a byte dataset of " + std::to_string(n) + " bytes",
+               "the file is damaged");
   std::vector<uint8_t> out(n);
   if (n > 0) read_rows(dset, H5T_NATIVE_UINT8, 0, n, 0, out.data());
   return out;

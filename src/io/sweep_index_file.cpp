@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -49,8 +50,9 @@ RunSummary read_run_summary(const std::string& path, double epsilon) {
     const auto& k = series("k");
     const auto& t = series("time");
     const auto& sub = series("subopt");
+    // series of unequal lengths (a damaged file) are read as far as all of them go
     if (epsilon > 0)
-      for (size_t i = 0; i < sub.size(); ++i)
+      for (size_t i = 0; i < std::min({sub.size(), k.size(), t.size()}); ++i)
         if (sub[i] <= epsilon) {
           row.time_to_eps_k = k[i];
           row.time_to_eps = t[i];
@@ -99,6 +101,13 @@ void write_index_h5(const std::string& path, const IndexTable& t) {
     h5::write_strings(f.id(), "status", t.status);
     h5::write_strings(f.id(), "path", t.path);
     h5::write_vector(f.id(), "position", t.position);
+    h5::write_vector(f.id(), "duplicate_of", t.duplicate_of);
+    {
+      auto d = h5::open_dataset(f.id(), "duplicate_of");
+      h5::write_attr(d.id(), "description",
+                     std::string("grid position of the earlier point that is the same run (its row names the same "
+                                 "run file); -1 for a point that is not a duplicate"));
+    }
     auto g = h5::create_group(f.id(), "axes");
     for (const auto& [key, values] : t.axes) h5::write_strings(g.id(), key, values);
     for (const auto& [column, values] : t.columns) {

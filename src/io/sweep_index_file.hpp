@@ -28,6 +28,8 @@ struct IndexTable {
   double epsilon = 0;
   std::vector<std::string> run, status, path;
   std::vector<int64_t> position;
+  // the grid position of the earlier point that is the same run (-1: none; README "sweeps")
+  std::vector<int64_t> duplicate_of;
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;  // key → value text per row
   std::vector<std::pair<const IndexColumn*, std::vector<double>>> columns;  // column → value per row
 };

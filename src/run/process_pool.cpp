@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,9 +43,19 @@ PreparedChild prepare(const std::string& exe, const ChildRun& r, int threads) {
 }
 
 pid_t spawn(const PreparedChild& c) {
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw UserError("sweep: fork failed (" + std::string(std::strerror(errno)) + ")");
   if (pid == 0) {
+    // A process group of its own: Ctrl-C reaches the terminal's foreground group, the sweep,
+    // which passes it on once; in the sweep's group a child got it twice, and the second, its
+    // default action, killed it before its checkpoint.
+    setpgid(0, 0);
+    // SIGTERM when the sweep dies (SIGKILL, a crash, a second signal's default action): the
+    // child checkpoints and stops instead of running on unwatched. A sweep that died before
+    // this line is already gone: the child starts nothing.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(128 + SIGTERM);
     const int fd = open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -72,8 +83,8 @@ void run_children(const std::string& exe, const std::vector<ChildRun>& runs, int
     int status = 0;
     pid_t pid = waitpid(-1, &status, WNOHANG);
     if (pid == 0) {
-      // SIGINT/SIGTERM to the sweep: pass it on once to every child (each checkpoints and
-      // stops), start no new one, and wait for them
+      // SIGINT, SIGTERM or SIGHUP to the sweep: pass it on once to every child (each
+      // checkpoints and stops), start no new one, and wait for them
       if (stop_requested() && !forwarded) {
         for (const auto& [child, i] : running) kill(child, stop_signal());
         forwarded = true;

@@ -157,6 +157,8 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   if (options.resume_from.empty())
     check_run_path(path, out_path.empty() ? (given_cfg.get_string("log.out").empty() ? "the run path" : "log.out") : "--out");
   const WriteLock lock(path, "run");
+  // until its run file exists a run has nothing to keep: the command line may end it then
+  RunPhase phase({lock.path()});
   // what is at path.partial: the run a resume continues, or what a fresh run would replace
   PartialRun partial;
   bool resuming = !options.resume_from.empty();
@@ -208,6 +210,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
       from.force = options.overwrite;
       from.forced = forced;
     }
+    phase.set_up_done();
     RunSession session(cfg, path, options.progress, f, *method, plan, t0, !resuming && options.overwrite,
                        resuming ? &from : nullptr, options.stop_after);
     try {
@@ -229,6 +232,7 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
   const size_t P = columns.size();
   std::vector<EnsembleColumnResult> out(P);
   STALE_CHECK(P > 0, "an ensemble has columns");
+  RunPhase phase({});  // set-up until the sessions begin (interrupt.hpp)
   // every check of every column before any file exists; a column that fails them is
   // reported and left out, the others run
   struct Ready {
@@ -284,9 +288,13 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
     }
   }
   if (ready.empty()) return out;
+  std::vector<std::string> lock_paths;
+  for (const auto& l : locks) lock_paths.push_back(l->path());
+  phase.add_locks(lock_paths);
   const Method& lead = *ready.front().method;
   const RunPlan& plan = ready.front().plan;
   std::vector<std::unique_ptr<RunSession>> sessions;
+  phase.set_up_done();
   try {
     for (const auto& r : ready)
       sessions.push_back(std::make_unique<RunSession>(columns[r.index].config, columns[r.index].path, false, f, *r.method,

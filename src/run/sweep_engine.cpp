@@ -282,6 +282,12 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
                                                            std::to_string(opt.shard_count) + ".lock";
   const WriteLock lock(dir.string(), opt.shard_count == 1 ? "sweep folder" : "sweep folder's shard",
                        (dir / lock_name).string());
+  // removed by the lock, or by end_process_in_set_up when a stop ends the sweep in set-ups
+  struct Remembered {
+    std::string path;
+    explicit Remembered(std::string p) : path(std::move(p)) { remember_lock_file(path); }
+    ~Remembered() { forget_lock_file(path); }
+  } remembered(lock.path());
   if (!opt.index_only && !todo.empty()) {
     fs::create_directories(dir / "runs");
     fs::create_directories(dir / "configs");
@@ -341,6 +347,11 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
         } catch (const UserError&) {
         }
       };
+      // building an objective runs share is their set-up too: a stop need not wait for it
+      auto shared_objective = [&](const Config& cfg, const std::string& key) {
+        const RunPhase building({});
+        return cache.get(cfg, key);
+      };
       auto worker = [&] {
         SerialScope serial;  // one run per core: no nested parallel loops
         for (size_t i = next++; i < items.size() && !stop_requested(); i = next++) {  // SIGINT/SIGTERM: no new run
@@ -350,7 +361,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
             bool ok = false;
             std::string text;
             try {
-              const auto f = cache.get(r.config, keys[i]);
+              const auto f = shared_objective(r.config, keys[i]);
               RunOptions ro;
               ro.objective = f;
               // a run killed or interrupted earlier continues from its checkpoint (checkpoint.hpp)
@@ -382,7 +393,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           std::vector<std::string> texts(item.size());
           std::vector<bool> oks(item.size(), false);
           try {
-            const auto f = cache.get(item.front()->config, keys[i]);
+            const auto f = shared_objective(item.front()->config, keys[i]);
             const auto results = run_ensemble_experiment(columns, f, true);
             for (size_t c = 0; c < item.size(); ++c) {
               if (!results[c].error.empty()) {
@@ -410,8 +421,27 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           }
         }
       };
+      std::atomic<int> workers_done{0};
       std::vector<std::thread> pool;
-      for (int t = 0; t < jobs; ++t) pool.emplace_back(worker);
+      for (int t = 0; t < jobs; ++t)
+        pool.emplace_back([&] {
+          worker();
+          ++workers_done;
+        });
+      // Asked to stop, the sweep waits for its runs that stream (each checkpoints at its next
+      // update), not for set-ups: once no run holds a run file, the command line's sweep writes
+      // the index and ends (interrupt.hpp; a set-up — constants, a plan — may take minutes)
+      while (workers_done.load() < jobs) {
+        if (stop_requested() && abandon_set_ups()) {
+          {
+            std::lock_guard<std::mutex> lock(finished_mutex);
+            write_sweep_index(sweep, dir.string(), finished_here);
+          }
+          for (auto& t : pool) t.detach();  // ended with the process, not joined
+          end_process_in_set_up();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       for (auto& t : pool) t.join();
     }
     if (opt.progress && tty) std::fprintf(stderr, "\n");

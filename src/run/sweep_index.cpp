@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "src/core/error.hpp"
@@ -66,7 +67,11 @@ void write_sweep_index(const Sweep& sweep, const std::string& out_dir, const std
   t.base = sweep.base;
   t.epsilon = sweep.epsilon;
   std::vector<RunSummary> rows;
+  // points that resolve to the same run (run_sweep runs it once): each names the first
+  std::map<std::string, int64_t> first_of;
   for (const auto& r : sweep.runs) {
+    const auto [first, fresh] = first_of.emplace(r.hash, r.position);
+    t.duplicate_of.push_back(fresh ? -1 : first->second);
     const fs::path file = dir / "runs" / (r.hash + ".h5");
     RunSummary row;
     if (const auto it = finished.find(r.hash); it != finished.end()) row = it->second;
@@ -91,13 +96,13 @@ void write_sweep_index(const Sweep& sweep, const std::string& out_dir, const std
   }
 
   std::ostringstream csv;
-  csv << "run,position";
+  csv << "run,position,duplicate_of";
   for (const auto& a : sweep.axes) csv << "," << csv_escape(a);
   csv << ",status";
   for (const auto& c : index_columns()) csv << "," << c.name;
   csv << ",path\n";
   for (size_t i = 0; i < rows.size(); ++i) {
-    csv << t.run[i] << "," << t.position[i];
+    csv << t.run[i] << "," << t.position[i] << "," << (t.duplicate_of[i] < 0 ? "" : std::to_string(t.duplicate_of[i]));
     for (const auto& kv : sweep.runs[i].values) csv << "," << csv_escape(unquote(kv.second));
     csv << "," << t.status[i];
     for (const auto& c : index_columns()) csv << "," << num(rows[i].*c.member);

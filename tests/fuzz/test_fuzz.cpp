@@ -1,13 +1,15 @@
-// A seeded mutation fuzzer over the four readers of untrusted text (issue #12): the TOML config
-// loader (plus the resource estimate of what it accepts), the LIBSVM reader, the delay-table
-// reader and the sweep-file parser. Each input is a mutation of a valid seed (byte flips,
-// inserted "interesting" tokens such as 9223372036854775807, 1e308, nan, a raw newline,
-// deletions, duplications, splices of two seeds); the only exception a reader may throw is
-// UserError. A crash, a hang (ctest's timeout), another exception type, or a sanitizer report
-// in the --sanitize build fails the test.
+// A seeded mutation fuzzer over the readers of untrusted text (issue #12): the TOML config
+// loader (plus the resource estimate of what it accepts), command-line overrides, the LIBSVM
+// reader, the delay-table CSV reader and the sweep-file parser. Each input is a mutation of a
+// valid seed (fuzz_harness.hpp's TextMutator: byte flips, inserted "interesting" tokens such as
+// 9223372036854775807, 1e308, nan, a raw newline, deletions, duplications, splices of two
+// seeds); the only exception a reader may throw is UserError, and nothing may be printed on
+// stderr. A crash, a hang (the harness's watchdog), another exception type, or a sanitizer
+// report in the --sanitize build fails the test. The readers of data files (CSV, .npy, .npz,
+// HDF5, text corpora, HDF5 delay tables, run files) are test_fuzz_data_files.cpp's.
 //
-// STALE_FUZZ_ITERATIONS sets the number of inputs per reader (default 500, i.e. 2,000 in all);
-// STALE_FUZZ_SEED the base seed. Each failure prints the input so it can become a bad_inputs case.
+// STALE_FUZZ_ITERATIONS sets the number of inputs per reader (default 500); STALE_FUZZ_SEED
+// the base seed. Each failure prints the input so it can become a bad_inputs case.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -25,116 +27,27 @@
 #include "src/core/rng.hpp"
 #include "src/run/resource_estimate.hpp"
 #include "src/run/sweep.hpp"
+#include "tests/fuzz/fuzz_harness.hpp"
 #include "tests/test_util.hpp"
 
 TEST_SUITE_BEGIN("fuzz");
 
 namespace fs = std::filesystem;
 using namespace stale;
+using namespace stale::fuzz;
 
 namespace {
 
-int64_t env_int(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::strtoll(v, nullptr, 10) : fallback;
-}
-
-class Mutator {
- public:
-  Mutator(uint64_t seed, std::vector<std::string> seeds) : state_(seed), seeds_(std::move(seeds)) {}
-
-  std::string next() {
-    std::string s = seeds_[below(seeds_.size())];
-    const int rounds = below(2) == 0 ? 1 : 1 + static_cast<int>(below(4));  // half the inputs one edit from a seed
-    for (int r = 0; r < rounds; ++r) mutate(s);
-    if (s.size() > 4096) s.resize(4096);
-    return s;
-  }
-
- private:
-  uint64_t below(uint64_t n) { return n == 0 ? 0 : splitmix64(state_++) % n; }
-
-  void mutate(std::string& s) {
-    static const std::vector<std::string> tokens = {
-        "9223372036854775807", "-9223372036854775808", "18446744073709551616", "1e308", "-1e308", "9.2e18",
-        "4294967296", "2147483648", "1e9", "1e12", "nan", "inf", "-inf", "-1", "0", "0.5", "1.5", "2abc",
-        "\n", "\r\n", "\"", "'", "[", "]", "{", "}", "=", ",", ":", "#", ".", "e", "-", "+", " ", "\t",
-        std::string(1, '\0'), "\xff", "\xc3\xa9", "[[a]]", "[grid]", "[zip]", "[set]", "\"\"\"", "true",
-        "objective.dim", "method.updates", "delay.max", "objective.stages", "1:", ":1", "99999999999:1"};
-    const uint64_t pos = below(s.size() + 1);
-    switch (below(7)) {
-      case 0:  // flip a byte
-        if (!s.empty()) s[below(s.size())] ^= static_cast<char>(1 + below(255));
-        break;
-      case 1:  // insert a token
-        s.insert(pos, tokens[below(tokens.size())]);
-        break;
-      case 2:  // replace a token-sized range with a token
-        s.replace(pos, below(8), tokens[below(tokens.size())]);
-        break;
-      case 3:  // delete a range
-        s.erase(pos, below(16));
-        break;
-      case 4: {  // duplicate a range
-        const std::string piece = s.substr(pos, below(32));
-        s.insert(below(s.size() + 1), piece);
-        break;
-      }
-      case 5: {  // splice with another seed
-        const std::string& other = seeds_[below(seeds_.size())];
-        const uint64_t at = below(other.size() + 1);
-        s = s.substr(0, pos) + other.substr(at);
-        break;
-      }
-      default:  // a random digit run
-        s.insert(pos, std::to_string(splitmix64(state_++) % 100000000000ULL));
-    }
-  }
-
-  uint64_t state_;
-  std::vector<std::string> seeds_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::string> files_in(const fs::path& dir, const std::string& ext) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ext) out.push_back(slurp(e.path()));
-  std::sort(out.begin(), out.end());  // directory order is not deterministic
-  return out;
-}
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-}
-
-// runs `target` on `count` mutations; UserError is the only exception allowed
-void fuzz(const std::string& name, std::vector<std::string> seeds, const std::function<void(const std::string&)>& target) {
+// runs `target` on `count` mutations of `seeds` (fuzz_harness.hpp): UserError is the only
+// exception allowed, and nothing may be printed on stderr
+void fuzz_text(const std::string& name, std::vector<std::string> seeds,
+               const std::function<void(const std::string&)>& target) {
   REQUIRE(!seeds.empty());
-  const int64_t count = env_int("STALE_FUZZ_ITERATIONS", 500);
-  Mutator m(static_cast<uint64_t>(env_int("STALE_FUZZ_SEED", 12)) ^ std::hash<std::string>{}(name), std::move(seeds));
-  int64_t accepted = 0, rejected = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    const std::string input = m.next();
-    try {
-      target(input);
-      ++accepted;
-    } catch (const UserError& e) {
-      ++rejected;
-      // the CLI prints one line; the message itself must never be empty
-      if (std::string(e.what()).empty()) FAIL_CHECK(name << ": empty UserError for input " << i);
-    } catch (const std::exception& e) {
-      FAIL_CHECK(name << " input " << i << " threw " << typeid(e).name() << ": " << e.what() << "\n--- input ---\n"
-                      << input << "\n-------------");
-    }
-  }
-  MESSAGE(name << ": " << count << " inputs, " << accepted << " accepted, " << rejected << " rejected (UserError)");
-  CHECK(accepted + rejected == count);
+  const fs::path scratch = test::temp_dir("fuzz-scratch");
+  const uint64_t seed = static_cast<uint64_t>(env_int("STALE_FUZZ_SEED", 12)) ^ std::hash<std::string>{}(name);
+  TextMutator m(seed, std::move(seeds));
+  run_inputs(name, env_int("STALE_FUZZ_ITERATIONS", 500), "", scratch, [&] { return m.next(); }, target, false);
+  fs::remove_all(scratch);
 }
 
 const fs::path kSource = STALE_SOURCE_DIR;
@@ -145,7 +58,7 @@ TEST_CASE("FuzzTomlConfigLoaderAndResourceEstimate") {
   setenv("STALE_MEMORY_LIMIT", "64M", 1);
   auto seeds = files_in(kSource / "experiments", ".toml");
   for (auto& s : files_in(kSource / "tests" / "bad_inputs" / "configs", ".toml")) seeds.push_back(s);
-  fuzz("toml", seeds, [](const std::string& text) {
+  fuzz_text("toml", seeds, [](const std::string& text) {
     const Config c = Config::from_string(text, "fuzz.toml");
     (void)estimate_resources(c);
     check_resources(c, "");
@@ -156,7 +69,7 @@ TEST_CASE("FuzzTomlConfigLoaderAndResourceEstimate") {
 TEST_CASE("FuzzOverrides") {
   std::vector<std::string> seeds = {"objective.dim=16", "method.lr=0.01", "method.name=rpd", "costs.forward=[1, 2]",
                                     "delay.max=60", "seed=3", "log.out=\"a.h5\"", "method.prediction=false"};
-  fuzz("override", seeds, [](const std::string& text) {
+  fuzz_text("override", seeds, [](const std::string& text) {
     Config c;
     c.apply_override(text);
   });
@@ -168,7 +81,7 @@ TEST_CASE("FuzzLibsvmReader") {
   auto seeds = files_in(kSource / "tests" / "bad_inputs" / "libsvm", ".libsvm");
   seeds.push_back("+1 1:0.5 2:1 7:-3\n-1 1:1 3:0.25\n+1 2:1e-3 4:2\n0 1:1\n");
   const fs::path path = dir / "input.libsvm";
-  fuzz("libsvm", seeds, [&](const std::string& text) {
+  fuzz_text("libsvm", seeds, [&](const std::string& text) {
     write(path, text);
     const LinearData d = load_libsvm(path.string());
     CHECK(d.X.allFinite());
@@ -181,7 +94,7 @@ TEST_CASE("FuzzDelayTableReader") {
   auto seeds = files_in(kSource / "tests" / "bad_inputs" / "delays", ".csv");
   seeds.push_back("b0,b1,b2,b3\n0,0,0,0\n1,1,0,1\n2,0,1,2\n3,1,2,0\n");
   const fs::path path = dir / "input.csv";
-  fuzz("delay table", seeds, [&](const std::string& text) {
+  fuzz_text("delay table", seeds, [&](const std::string& text) {
     write(path, text);
     auto model = make_table_delay(path.string(), 4);
     for (int64_t k = 0; k < model->horizon(); ++k)
@@ -209,7 +122,7 @@ TEST_CASE("FuzzSweepFileParser") {
     seeds.push_back(s);
   }
   const fs::path path = dir / "input.toml";
-  fuzz("sweep", seeds, [&](const std::string& text) {
+  fuzz_text("sweep", seeds, [&](const std::string& text) {
     // load_sweep expands the whole grid in memory and has no bound on its size (reported on
     // issue #12): inputs whose grid holds more than 10^4 runs are not fed to it
     try {

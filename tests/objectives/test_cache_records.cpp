@@ -1,14 +1,18 @@
 // The on-disk cache's records are derived data: reading one back must give exactly what
 // computing it gives. Gaussian draws from the cache ≡ rng.normal(), bit for bit, on a miss,
-// on a hit and after a damaged record, and the generator is left in the same state.
+// on a hit and after a damaged record, and the generator is left in the same state; a
+// constants record read back is the one stored or none at all, whatever byte is damaged.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "objectives/cache_records.hpp"
+#include "objectives/linear_constants_cache.hpp"
 #include "objectives/normal_draw_cache.hpp"
 #include "tests/test_util.hpp"
 
@@ -62,6 +66,51 @@ TEST_CASE("CachedNormalDrawsEqualRngNormalOnMissHitAndDamagedRecord") {
     f.write(&flipped, 1);
   }
   check_draws(kMinCachedNormals, 0);
+  unsetenv("STALE_CACHE_DIR");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("ADamagedConstantsRecordIsNotFoundNeverReadAsOtherConstants") {
+  // issue 34: the record of L, μ, f_* and w_* had no checksum, so a flipped bit on disk became
+  // the f_* (and the f − f_* of every run) of every later run of that data
+  const auto dir = test::temp_dir("constants-cache");
+  setenv("STALE_CACHE_DIR", dir.c_str(), 1);
+  CachedConstants c;
+  c.lambda_max = 4.25, c.lambda_min = 0.125, c.f_star = 0.3125, c.method = "newton";
+  c.w_star = Vec::LinSpaced(5, -1.0, 1.0);
+  const uint64_t key = 77;
+  store_cached(key, 5, c);
+  CachedConstants back;
+  REQUIRE(load_cached(key, 5, back));
+  CHECK(back.f_star == c.f_star);
+  CHECK(load_cached(key, 6, back) == false);  // another dimension
+  const auto path = cache_record_path("constants", key);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  int found = 0;
+  for (size_t at = 0; at < bytes.size(); ++at)
+    for (unsigned char bit : {0x01, 0x80}) {
+      std::string damaged = bytes;
+      damaged[at] = static_cast<char>(damaged[at] ^ bit);
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+      CachedConstants d;
+      if (!load_cached(key, 5, d)) continue;
+      ++found;
+      CHECK(d.lambda_max == c.lambda_max);
+      CHECK(d.lambda_min == c.lambda_min);
+      CHECK(d.f_star == c.f_star);
+      CHECK(d.w_star == c.w_star);
+      CHECK(d.method == c.method);
+    }
+  CHECK(found == 0);
+  // truncated, or longer than a record of its dimension can be
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 1);
+  CHECK_FALSE(load_cached(key, 5, back));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes + std::string(5000, 'x');
+  CHECK_FALSE(load_cached(key, 5, back));
   unsetenv("STALE_CACHE_DIR");
   std::filesystem::remove_all(dir);
 }

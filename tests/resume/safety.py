@@ -9,7 +9,8 @@
    finishes with every row; the lock file of a dead process is no lock.
 2. Sweep grid points that resolve to the same run (unread = "drop" dropping delay.max, a
    literal duplicate step size, an axis over log.out) run once; the dry run says so, every
-   index row of them names the same run file, and a rerun fails nothing.
+   index row of them names the same run file and the point it repeats (duplicate_of), and a
+   rerun fails nothing.
 3. A full disk (a small tmpfs; skipped where tmpfs cannot be mounted): one line naming the
    .partial and "disk full", exit 2 (never a signal), the .partial with its checkpoint kept,
    and `--resume` after space is freed gives the uninterrupted run's file bit for bit.
@@ -155,6 +156,12 @@ def duplicate_points(stale, tmp):
         fail(f"the index does not name one file per run: {sorted({row['path'] for row in rows})}")
     if len(os.listdir(os.path.join(d, "runs"))) != 3:
         fail(f"runs/: {sorted(os.listdir(os.path.join(d, 'runs')))}")
+    # each repeated point names the first point of its run (duplicate_of); a first point none
+    first = {}
+    for row in rows:
+        want = first.setdefault(row["path"], row["position"])
+        if row["duplicate_of"] != ("" if want == row["position"] else want):
+            fail(f"index row {row['position']}: duplicate_of {row['duplicate_of']!r}, the run's first point is {want}")
     print("duplicate grid points: 16 points, 3 runs, the dry run and the index say which")
 
 

@@ -162,6 +162,32 @@ TEST_CASE("TheIndexFromMemoryEqualsTheIndexReadFromTheRunFiles") {
   CHECK(within_count == 6);
 }
 
+TEST_CASE("ADuplicateGridPointNamesThePointItRepeatsInTheIndex") {
+  // positions 2 and 3 repeat 0 and 1 (a literal duplicate step size): they run once, and their
+  // index rows say which point they repeat; the first points' duplicate_of is empty (-1 in h5)
+  const auto dir = make_sweep("engine-duplicates", kBase, "[grid]\n\"method.lr\" = [0.005, 0.005]\nseed = [1, 2]\n");
+  std::string out;
+  REQUIRE(test::run_command(test::stale_bin() + " sweep " + (dir / "sweep.toml").string() + " -q --jobs 2 --out " +
+                                (dir / "o").string(), out) == 0);
+  std::stringstream csv(read_text(dir / "o" / "index.csv"));
+  std::string line;
+  std::getline(csv, line);
+  CHECK(line.rfind("run,position,duplicate_of,method.lr,seed,status,", 0) == 0);
+  std::vector<std::string> duplicate_of, runs;
+  while (std::getline(csv, line)) {
+    const auto a = line.find(','), b = line.find(',', a + 1), c = line.find(',', b + 1);
+    runs.push_back(line.substr(0, a));
+    duplicate_of.push_back(line.substr(b + 1, c - b - 1));
+  }
+  CHECK(duplicate_of == std::vector<std::string>{"", "", "0", "1"});
+  REQUIRE(runs.size() == 4);
+  CHECK(runs[2] == runs[0]);
+  CHECK(runs[3] == runs[1]);
+  CHECK(run_files(dir / "o").size() == 2);
+  auto f = h5::open_file_readonly((dir / "o" / "index.h5").string());
+  CHECK(h5::read_vector_int(f.id(), "duplicate_of") == std::vector<int64_t>{-1, -1, 0, 1});
+}
+
 TEST_CASE("RunFilesAreBitIdenticalForAnyThreadCount") {
   // large enough (n·d ≥ 2^22) that the full-gradient GEMVs of the metrics run in parallel
   const std::string base = R"(
