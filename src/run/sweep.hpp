@@ -38,6 +38,10 @@ struct SweepRun {
   std::vector<std::pair<std::string, std::string>> values;  // the varying keys, as TOML text
   Config config;                                      // base + set + values, resolved
   std::string hash;                                   // 16 hex digits of the resolved config
+  // the position of the earlier grid point that resolves to the same run (the same hash: a
+  // literal duplicate, keys a point does not read with unread = "drop", an axis over log.out
+  // or log.progress); -1 when this point is the first. It runs once; the index names both
+  int64_t duplicate_of = -1;
 };
 
 struct Sweep {

@@ -199,15 +199,13 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
   const fs::path dir = opt.out_dir.empty() ? fs::path("sweeps") / fs::path(sweep.path).stem() : fs::path(opt.out_dir);
   check_sweep_folder(dir);
   sum.total = static_cast<int64_t>(sweep.runs.size());
-  // grid points that resolve to the same run (a literal duplicate, keys a point does not read
-  // with unread = "drop", an axis over log.out or log.progress) are one run: it runs once, and
-  // every such point's index row names its file
-  std::map<std::string, int64_t> first_of;  // run hash → grid position of its first point
+  // grid points that resolve to the same run (SweepRun::duplicate_of) are one run: it runs
+  // once, and every such point's index row names its file
   Sweep unique = sweep;
   unique.runs.clear();
   std::vector<const SweepRun*> duplicates;
   for (const auto& r : sweep.runs) {
-    if (first_of.emplace(r.hash, r.position).second) unique.runs.push_back(r);
+    if (r.duplicate_of < 0) unique.runs.push_back(r);
     else duplicates.push_back(&r);
   }
   sum.duplicates = static_cast<int64_t>(duplicates.size());
@@ -272,7 +270,7 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     }
     for (const auto* r : duplicates) {
       print_point(*r);
-      std::printf("  (the same run as #%lld)\n", static_cast<long long>(first_of.at(r->hash)));
+      std::printf("  (the same run as #%lld)\n", static_cast<long long>(r->duplicate_of));
     }
     return sum;
   }

@@ -67,11 +67,8 @@ void write_sweep_index(const Sweep& sweep, const std::string& out_dir, const std
   t.base = sweep.base;
   t.epsilon = sweep.epsilon;
   std::vector<RunSummary> rows;
-  // points that resolve to the same run (run_sweep runs it once): each names the first
-  std::map<std::string, int64_t> first_of;
   for (const auto& r : sweep.runs) {
-    const auto [first, fresh] = first_of.emplace(r.hash, r.position);
-    t.duplicate_of.push_back(fresh ? -1 : first->second);
+    t.duplicate_of.push_back(r.duplicate_of);
     const fs::path file = dir / "runs" / (r.hash + ".h5");
     RunSummary row;
     if (const auto it = finished.find(r.hash); it != finished.end()) row = it->second;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -209,6 +210,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   std::vector<size_t> idx(grid_values.size(), 0);
   const size_t zn = zip_values.empty() ? 1 : zip_len;
   int64_t position = 0;
+  std::map<std::string, int64_t> first_of;  // run hash → position of its first point
   while (true) {
     for (size_t z = 0; z < zn; ++z) {
       SweepRun r;
@@ -232,6 +234,7 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
         throw UserError(path + ": grid position " + std::to_string(r.position) + ": " + e.what());
       }
       r.hash = config_hash(r.config);
+      if (const auto [first, fresh] = first_of.emplace(r.hash, r.position); !fresh) r.duplicate_of = first->second;
       sw.runs.push_back(std::move(r));
     }
     // advance the odometer; false once every combination was emitted
