@@ -12,16 +12,9 @@ namespace stale {
 
 namespace {
 
-struct ScheduleCommand {
-  std::string name;
-  ScheduleParams params;
-  std::vector<std::string> costs;
-  std::string out, trace;
-  int64_t steady_margin = -1;
-};
-
-ScheduleCommand& command() {
-  static ScheduleCommand c;
+// the options parse straight into the command layer's request
+ScheduleRequest& command() {
+  static ScheduleRequest c;
   return c;
 }
 
@@ -69,7 +62,7 @@ void print_summary(const Schedule& s, const SimResult& r) {
 }  // namespace
 
 void add_schedule_command(CLI::App& app) {
-  ScheduleCommand& c = command();
+  ScheduleRequest& c = command();
   std::string names;
   for (const auto& n : schedule_names()) names += (names.empty() ? "" : ", ") + n;
   auto* sub = app.add_subcommand("schedule", "simulate a pipeline schedule: timeline, bubbles, memory, delays");
@@ -91,15 +84,8 @@ void add_schedule_command(CLI::App& app) {
 }
 
 int run_schedule_command() {
-  const ScheduleCommand& c = command();
-  ScheduleRequest req;
-  req.name = c.name;
-  req.params = c.params;
-  req.costs = c.costs;
-  req.steady_margin = c.steady_margin;
-  req.out = c.out;
-  req.trace = c.trace;
-  const ScheduleOutcome o = simulate_schedule(req);
+  const ScheduleRequest& c = command();
+  const ScheduleOutcome o = simulate_schedule(c);
   print_summary(o.schedule, o.result);
   if (!c.out.empty()) std::printf("wrote %s\n", c.out.c_str());
   if (!c.trace.empty()) std::printf("wrote %s\n", c.trace.c_str());
