@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import ctypes
 import difflib
+import functools
 import math
 import os
 import re
@@ -164,9 +165,11 @@ class Run:
 SWMR_READ_ATTEMPTS = 4
 
 
+@functools.cache
 def _hdf5_library():
     """h5py's own libhdf5 through ctypes (h5py does not expose H5Pset_metadata_read_attempts),
-    or None where it cannot be found: the open then keeps HDF5's default"""
+    or None where it cannot be found: the open then keeps HDF5's default. Found once per process:
+    a live .partial is opened again for every series read from it"""
     try:
         with open("/proc/self/maps") as f:
             paths = sorted({line.split()[-1] for line in f
