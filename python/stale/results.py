@@ -75,10 +75,8 @@ class Run:
     def bound_uses_estimated_L(self) -> bool:
         """Whether the bound was evaluated with the estimate of L along the run (an objective without
         a certified L: the char-level GPT), not a certified L (/theory/L_source)."""
-        t = self.theory or {}
-        if "bound_uses_estimated_L" in t:
-            return bool(int(t["bound_uses_estimated_L"]))
-        return str(t.get("L_source", "")).startswith("estimated")
+        from stale_analysis.bound import L_estimated  # the scripts' rule, one copy
+        return L_estimated(self.theory or {})
 
     def __repr__(self) -> str:
         s = self.summary
