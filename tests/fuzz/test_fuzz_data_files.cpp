@@ -117,6 +117,18 @@ std::vector<uint64_t> hdf5_sizes(const fs::path& p) {
   return out;
 }
 
+// a mutator over HDF5 files: their bytes as seeds, every dataset's dimensions and byte lengths
+// as the sizes it writes into fields
+ByteMutator hdf5_mutator(const std::string& name, const std::vector<fs::path>& files) {
+  std::vector<std::string> seeds;
+  std::vector<uint64_t> sizes;
+  for (const auto& p : files) {
+    seeds.push_back(slurp(p));
+    for (uint64_t v : hdf5_sizes(p)) sizes.push_back(v);
+  }
+  return ByteMutator(seed_for(name), std::move(seeds), std::move(sizes));
+}
+
 // what a reader of an HDF5 file leaves open: nothing. An object HDF5 could not close stays
 // open for the life of the process, and the library's clean-up at exit then printed "infinite
 // loop closing library" and a dump of them.
@@ -263,13 +275,7 @@ TEST_CASE("FuzzHdf5DataFileReader") {
     h5::write_vector(f.id(), "y", y);
     files.push_back(p);
   }
-  std::vector<std::string> seeds;
-  std::vector<uint64_t> sizes;
-  for (const auto& p : files) {
-    seeds.push_back(slurp(p));
-    for (uint64_t v : hdf5_sizes(p)) sizes.push_back(v);
-  }
-  ByteMutator m(seed_for("hdf5 data"), seeds, sizes);
+  ByteMutator m = hdf5_mutator("hdf5 data", files);
   const fs::path input = dir / "input.h5";
   run_inputs("hdf5 data", inputs(400), input, dir, [&] { return m.next(); },
              [&](const std::string&) {
@@ -310,13 +316,7 @@ TEST_CASE("FuzzDelayTableHdf5Reader") {
     h5::write_matrix(f.id(), "delays", t.data(), 12, 5);
     files.push_back(p);
   }
-  std::vector<std::string> seeds;
-  std::vector<uint64_t> sizes;
-  for (const auto& p : files) {
-    seeds.push_back(slurp(p));
-    for (uint64_t v : hdf5_sizes(p)) sizes.push_back(v);
-  }
-  ByteMutator m(seed_for("hdf5 delay table"), seeds, sizes);
+  ByteMutator m = hdf5_mutator("hdf5 delay table", files);
   const fs::path input = dir / "input.h5";
   run_inputs("hdf5 delay table", inputs(300), input, dir, [&] { return m.next(); },
              [&](const std::string&) {
@@ -355,13 +355,7 @@ TEST_CASE("FuzzResumeOfAPartialRunFile") {
     hsize_t rows = hsize_t{1} << 40;
     REQUIRE(H5Dset_extent(k.id(), &rows) >= 0);
   }));
-  std::vector<std::string> seeds;
-  std::vector<uint64_t> sizes;
-  for (const auto& p : files) {
-    seeds.push_back(slurp(p));
-    for (uint64_t v : hdf5_sizes(p)) sizes.push_back(v);
-  }
-  ByteMutator m(seed_for("resume"), seeds, sizes);
+  ByteMutator m = hdf5_mutator("resume", files);
   const fs::path input = dir / "input.h5.partial", finished = dir / "input.h5";
   run_inputs("resume", inputs(150), input, dir, [&] { return m.next(); },
              [&](const std::string&) {
@@ -386,13 +380,7 @@ TEST_CASE("FuzzRunFileSummaryReader") {
     REQUIRE(h5::unlink(f, "metrics/k"));
     h5::write_vector(f, "metrics/k", std::vector<double>{0});
   }));
-  std::vector<std::string> seeds;
-  std::vector<uint64_t> sizes;
-  for (const auto& p : files) {
-    seeds.push_back(slurp(p));
-    for (uint64_t v : hdf5_sizes(p)) sizes.push_back(v);
-  }
-  ByteMutator m(seed_for("run summary"), seeds, sizes);
+  ByteMutator m = hdf5_mutator("run summary", files);
   const fs::path input = dir / "input.h5";
   run_inputs("run summary", inputs(300), input, dir, [&] { return m.next(); },
              [&](const std::string&) {
