@@ -12,6 +12,7 @@
 #include "src/io/h5.hpp"
 #include "src/io/run_file.hpp"
 #include "src/run/runner.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/support/skip.hpp"
 #include "tests/test_util.hpp"
 
@@ -84,26 +85,7 @@ TEST_CASE("CharLmRunLogsTheHeldOutLossAtTheLogCadence") {
   // a tiny GPT on Tiny Shakespeare (the data directory of the checkout); linear models log NaN
   if (!test::have_data_file("tinyshakespeare.txt")) return;
   const auto dir = test::temp_dir("charlm-run");
-  Config cfg = Config::from_string(R"(
-seed = 1
-backend = "cpu"
-[objective]
-name = "charlm"
-embedding = 8
-heads = 2
-context = 8
-batch_size = 2
-stages = 3
-samples = 40
-[method]
-name = "pipedream"
-lr = 0.1
-updates = 30
-[log]
-every = 10
-exact_mean = false
-progress = false
-)", "tiny.toml");
+  Config cfg = Config::from_string(test::tiny_charlm_toml(30), "tiny.toml");
   const RunResult r = run_experiment(cfg, (dir / "c.h5").string(), false);
   CHECK(r.status == "ok");
   auto f = h5::open_file_readonly((dir / "c.h5").string());

@@ -14,6 +14,7 @@
 #include "src/run/run_in_memory.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/smoothness_estimator.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/support/skip.hpp"
 #include "tests/test_util.hpp"
 
@@ -30,27 +31,7 @@ std::string least_squares_toml(const std::string& method, int every) {
          "[log]\nprogress = false\nexact_mean = true\nevery = " + std::to_string(every) + "\n";
 }
 
-// a tiny GPT on Tiny Shakespeare: 3 stages (embedding, one block, head), E = 8
-const char* kTinyCharLm = R"(
-seed = 1
-backend = "cpu"
-[objective]
-name = "charlm"
-embedding = 8
-heads = 2
-context = 8
-batch_size = 2
-stages = 3
-samples = 40
-[method]
-name = "pipedream"
-lr = 0.1
-updates = 60
-[log]
-every = 10
-exact_mean = false
-progress = false
-)";
+const std::string kTinyCharLm = test::tiny_charlm_toml(60);
 
 std::string attr_string(hid_t obj, const char* name) { return h5::read_attr_string(obj, name); }
 

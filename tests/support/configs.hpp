@@ -29,4 +29,12 @@ inline std::string small_run_toml(const SmallRun& r) {
   return t + "progress = false\n";
 }
 
+// a tiny GPT on Tiny Shakespeare (the checkout's data folder): 3 stages (embedding, one block,
+// head), E = 8, PipeDream, a row every 10 updates with the sampled running mean
+inline std::string tiny_charlm_toml(int updates) {
+  return "seed = 1\nbackend = \"cpu\"\n[objective]\nname = \"charlm\"\nembedding = 8\nheads = 2\ncontext = 8\n"
+         "batch_size = 2\nstages = 3\nsamples = 40\n[method]\nname = \"pipedream\"\nlr = 0.1\nupdates = " +
+         std::to_string(updates) + "\n[log]\nevery = 10\nexact_mean = false\nprogress = false\n";
+}
+
 }  // namespace stale::test
