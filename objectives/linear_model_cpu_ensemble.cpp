@@ -24,15 +24,26 @@
 namespace stale {
 
 template <class Loss>
-void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
-  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
-  G.resize(blocks_.size(s), Z.cols());
-  // every column's activation in one pass (each summed as staged_activation sums it), then
-  // each column's block gradient by the single-point code
+void LinearModelCpu<Loss>::batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols,
+                                                 int m, int s, Mat& G) const {
+  STALE_CHECK(static_cast<int>(blocks.size()) == blocks_.stages(), "one pointer per block");
+  // one column: the single-point code, reading the point in place (a lone run)
+  if (cols.size() == 1) return Objective::batch_block_grad_cols(blocks, cols, m, s, G);
+  const Index n = static_cast<Index>(cols.size());
+  G.resize(blocks_.size(s), n);
+  // the columns' mixed points gathered once, every column's activation in one pass (each
+  // summed as staged_activation sums it), then each column's block gradient by the
+  // single-point code
+  thread_local Mat Z;
+  Z.resize(dim(), n);
+  for (Index c = 0; c < n; ++c)
+    for (int i = 0; i < blocks_.stages(); ++i)
+      Z.col(c).segment(blocks_.offset(i), blocks_.size(i)) =
+          Eigen::Map<const Vec>(blocks[static_cast<size_t>(i)] + cols[static_cast<size_t>(c)] * blocks_.size(i), blocks_.size(i));
   const auto Xm = batch_X(m);
-  Mat A = Mat::Zero(Xm.rows(), Z.cols());
-  add_products_in_column_order(Xm, Z.data(), Z.rows(), A.data(), A.rows(), Z.cols());
-  for (Index p = 0; p < Z.cols(); ++p) block_grad_from_activation(A.col(p), Z.col(p).data() + blocks().offset(s), m, s, G.col(p));
+  Mat A = Mat::Zero(Xm.rows(), n);
+  add_products_in_column_order(Xm, Z.data(), Z.rows(), A.data(), A.rows(), n);
+  for (Index c = 0; c < n; ++c) block_grad_from_activation(A.col(c), Z.col(c).data() + blocks_.offset(s), m, s, G.col(c));
 }
 
 template <class Loss>
@@ -283,7 +294,8 @@ std::unique_ptr<EnsembleTracker> LinearModelCpu<Loss>::make_ensemble_tracker(con
 }
 
 #define STALE_INSTANTIATE_ENSEMBLE(Loss)                                                                          \
-  template void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat&, int, int, Mat&) const;                  \
+  template void LinearModelCpu<Loss>::batch_block_grad_cols(const std::vector<const double*>&, const std::vector<int>&, \
+                                                            int, int, Mat&) const;                                \
   template void LinearModelCpu<Loss>::stage_forward_cols(int, int, const Mat&, const Mat&, Mat&,                 \
                                                          std::vector<std::unique_ptr<StageCache>>&) const;      \
   template void LinearModelCpu<Loss>::loss_forward_backward_cols(int, const Mat&, Mat&, Vec&) const;            \

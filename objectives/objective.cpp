@@ -77,13 +77,17 @@ void Objective::batch_block_grad_blocks(const std::vector<const double*>& blocks
 
 // ---- lockstep ensembles: the defaults call the single-point functions column by column
 
-void Objective::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
-  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
-  G.resize(blocks_.size(s), Z.cols());
-  Vec z;
-  for (Index p = 0; p < Z.cols(); ++p) {
-    z = Z.col(p);
-    batch_block_grad(z, m, s, G.col(p));
+void Objective::batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols, int m,
+                                      int s, Mat& G) const {
+  STALE_CHECK(static_cast<int>(blocks.size()) == blocks_.stages(), "one pointer per block");
+  G.resize(blocks_.size(s), static_cast<Index>(cols.size()));
+  // column 0 is the store's own pointers (a lone run's)
+  if (cols.size() == 1 && cols[0] == 0) return batch_block_grad_blocks(blocks, m, s, G.col(0));
+  thread_local std::vector<const double*> at;
+  at.resize(blocks.size());
+  for (size_t c = 0; c < cols.size(); ++c) {
+    for (int i = 0; i < blocks_.stages(); ++i) at[static_cast<size_t>(i)] = blocks[static_cast<size_t>(i)] + cols[c] * blocks_.size(i);
+    batch_block_grad_blocks(at, m, s, G.col(static_cast<Index>(c)));
   }
 }
 

@@ -135,7 +135,12 @@ class Objective {
   // activations are batch_rows × (P · activation_width()), point p's in the p-th slice of
   // activation_width() columns; caches hold one entry per column. With P = 1 each call is
   // the single-point call itself, bit for bit; the defaults loop over the columns.
-  virtual void batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const;  // G: d_s × P
+  // G: d_s × P, at the mixed points of an ensemble's columns cols read in place from its
+  // version store, which keeps each block's columns side by side: column c's block i starts at
+  // blocks[i] + cols[c] · d_i (RPD's loop, optimizers/rpd.cpp). The default calls
+  // batch_block_grad_blocks column by column: with P = 1 the single-point call itself.
+  virtual void batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols, int m,
+                                     int s, Mat& G) const;
   virtual void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                                   std::vector<std::unique_ptr<StageCache>>& caches) const;
   // losses(p) is point p's loss
