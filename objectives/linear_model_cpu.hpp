@@ -58,7 +58,7 @@ class LinearModelCpu final : public Objective {
                              Mat& G) const override;
   void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                           std::vector<std::unique_ptr<StageCache>>& caches) const override;
-  void loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const override;
+  void loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last, Vec& losses) const override;
   void stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
                            const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
                            Mat& grad_in) const override;

@@ -17,6 +17,7 @@
 // than the single run's GEMV: there a column agrees with its run to rounding.
 #include <algorithm>
 
+#include "objectives/linear_loss_head.hpp"
 #include "objectives/linear_model_cpu.hpp"
 #include "objectives/linear_stage_product.hpp"
 #include "src/core/error.hpp"
@@ -51,32 +52,18 @@ void LinearModelCpu<Loss>::stage_forward_cols(int s, int m, const Mat& in, const
                                               std::vector<std::unique_ptr<StageCache>>& caches) const {
   const Index P = W_s.cols();
   STALE_CHECK(in.cols() == P, "one activation column per point");
-  caches.clear();
-  caches.resize(P);  // a linear stage keeps nothing for its backward pass
+  caches.clear();  // a linear stage keeps nothing for its backward pass
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   out = in;
   add_products_in_column_order(Xs, W_s.data(), W_s.rows(), out.data(), out.rows(), P);  // each column as stage_forward
 }
 
 template <class Loss>
-void LinearModelCpu<Loss>::loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const {
-  const Index P = last.cols();
+void LinearModelCpu<Loss>::loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last,
+                                                      Vec& losses) const {
+  STALE_CHECK(last.cols() == P, "one activation column per point");
   losses.resize(P);
-  if (P == 1) {
-    losses(0) = loss_forward_backward(m, last, grad_last);
-    return;
-  }
-  const auto ym = data_->y.segment(data_->batch_offsets[m], batch_rows(m));
-  const double inv_b = 1.0 / static_cast<double>(ym.size());
-  grad_last.resize(last.rows(), P);
-  for (Index p = 0; p < P; ++p) {
-    double f = 0;
-    for (Index i = 0; i < ym.size(); ++i) {
-      f += Loss::value(last(i, p), ym(i));
-      grad_last(i, p) = Loss::deriv(last(i, p), ym(i)) * inv_b;
-    }
-    losses(p) = f * inv_b;
-  }
+  linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last, losses.data());
 }
 
 template <class Loss>
@@ -84,7 +71,7 @@ void LinearModelCpu<Loss>::stage_backward_cols(int s, int m, const Mat& grad_out
                                                const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
                                                Mat& grad_in) const {
   const Index P = W_s.cols();
-  STALE_CHECK(grad_out.cols() == P && static_cast<Index>(caches.size()) == P, "one column per point");
+  STALE_CHECK(grad_out.cols() == P, "one column per point");
   grad_W.resize(blocks_.size(s), P);
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   Vec r;
@@ -298,7 +285,7 @@ std::unique_ptr<EnsembleTracker> LinearModelCpu<Loss>::make_ensemble_tracker(con
                                                             int, int, Mat&) const;                                \
   template void LinearModelCpu<Loss>::stage_forward_cols(int, int, const Mat&, const Mat&, Mat&,                 \
                                                          std::vector<std::unique_ptr<StageCache>>&) const;      \
-  template void LinearModelCpu<Loss>::loss_forward_backward_cols(int, const Mat&, Mat&, Vec&) const;            \
+  template void LinearModelCpu<Loss>::loss_forward_backward_cols(int, const Mat&, Index, Mat&, Vec&) const;     \
   template void LinearModelCpu<Loss>::stage_backward_cols(                                                      \
       int, int, const Mat&, const Mat&, const std::vector<std::unique_ptr<StageCache>>&, Mat&, Mat&) const;    \
   template std::unique_ptr<EnsembleTracker> LinearModelCpu<Loss>::make_ensemble_tracker(const Mat&) const;

@@ -93,10 +93,12 @@ void Objective::batch_block_grad_cols(const std::vector<const double*>& blocks, 
 
 void Objective::stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                                    std::vector<std::unique_ptr<StageCache>>& caches) const {
-  const Index P = W_s.cols(), width = activation_width();
-  STALE_CHECK(in.cols() == P * width, "one activation slice per column");
+  const Index P = W_s.cols();
   caches.resize(P);
   if (P == 1) return stage_forward(s, m, in, W_s.col(0), out, caches[0]);
+  // stage 0's input slices may be narrower than activation_width() (the transformer's: none)
+  const Index width = in.cols() / P;
+  STALE_CHECK(in.cols() == P * width, "one activation slice per column");
   Mat slice_in, slice_out;
   for (Index p = 0; p < P; ++p) {
     slice_in = in.middleCols(p * width, width);
@@ -106,8 +108,9 @@ void Objective::stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, 
   }
 }
 
-void Objective::loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const {
-  const Index width = activation_width(), P = last.cols() / width;
+void Objective::loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last, Vec& losses) const {
+  const Index width = last.cols() / P;
+  STALE_CHECK(last.cols() == P * width, "one slice of the last activation per column");
   losses.resize(P);
   if (P == 1) {
     losses(0) = loss_forward_backward(m, last, grad_last);

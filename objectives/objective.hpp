@@ -143,8 +143,9 @@ class Objective {
                                      int s, Mat& G) const;
   virtual void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                                   std::vector<std::unique_ptr<StageCache>>& caches) const;
-  // losses(p) is point p's loss
-  virtual void loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const;
+  // losses(p) is point p's loss; last holds P slices of equal width (the loss head's input need
+  // not be activation_width() wide: the transformer's logits are V wide)
+  virtual void loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last, Vec& losses) const;
   virtual void stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
                                    const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
                                    Mat& grad_in) const;

@@ -14,7 +14,8 @@
 //   average:   on the op flagged Average (LocalSGD), block j is averaged over the replicas
 //
 // The plan comes from the planner (schedule_planner.hpp); the executor keeps no state between
-// runs: a run's state lives in its ExecutorState (executor_state.hpp).
+// runs: a run's state lives in its ExecutorState (executor_state.hpp). There is one loop, over
+// the P columns of a lockstep ensemble (docs/design.md "Ensembles"): a lone run is one column.
 //
 // The ops come from an OpSource (src/pipeline/op_source.hpp): the serial order of the plan's
 // simulation, or — when durations depend on the run's state (costs.coupling) — a coupled
@@ -53,7 +54,7 @@ struct ExecutorOptions : PlanOptions {
   static ExecutorOptions from_config(const Config& cfg, const std::string& schedule);
 };
 
-// What run() and run_ensemble() set up alike before their first op.
+// What the loop sets up before its first op.
 int64_t delay_moment_window(const ExecutorOptions& opt, const RunPlan& plan);  // updates per window
 LrSchedule executor_lr_schedule(const ExecutorOptions& opt, const RunPlan& plan);  // over the plan's K
 
@@ -63,10 +64,11 @@ class ScheduleMethod final : public Method {
   std::string name() const override { return name_; }
   // the planner's run plan (plan_schedule_run)
   RunPlan plan(const Objective& f) const override;
+  // a lone run: the loop below with one column
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override;
   using Method::run;
-  // the loop of run() over P columns (schedule_ensemble.cpp)
-  // (not under costs.coupling: each column's timeline would follow its own state)
+  // the one loop, over P columns (a coupled timeline runs one column: each column's timeline
+  // would follow its own state)
   bool runs_ensembles() const override { return !opt_.coupled; }
   std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan, const std::vector<const Method*>& columns,
                                       std::vector<Vec>& w, const std::vector<RunObserver*>& obs) const override;
