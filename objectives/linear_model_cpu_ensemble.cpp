@@ -155,6 +155,48 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     return g;
   }
 
+  // column p as the single tracker (linear_model_cpu.cpp) saves itself: iterate, activations,
+  // gradient, pending block changes and counters. Restored into the column's slot: a column's
+  // sums do not depend on its slot.
+  void save(int p, StateBag& b) const override {
+    const int q = slot_[p];
+    const auto& B = f_.blocks();
+    b.put("w", Vec(W_.col(q)));
+    b.put("a", hessian_ ? Vec() : Vec(A_.col(q)));
+    b.put("g", Vec(G_.col(q)));
+    std::vector<int64_t> flags;
+    for (int s = 0; s < B.stages(); ++s) {
+      b.put("pending/" + std::to_string(s), has_[s][q] ? Vec(pending_[s].col(q)) : Vec(Vec::Zero(B.size(s))));
+      flags.push_back(has_[s][q] ? 1 : 0);
+    }
+    b.put_ints("has_pending", flags);
+    b.put_ints("counters", {changes_[q], (hessian_ || grad_dirty_[q]) ? 0 : 1});
+  }
+  void restore(int p, const StateBag& b) override {
+    const int q = slot_[p];
+    const auto& B = f_.blocks();
+    auto put = [](auto&& col, const Vec& v, const char* what) {
+      if (v.size() == 0) return false;  // not computed yet (the single tracker keeps it lazily)
+      if (v.size() != col.size())
+        throw UserError(std::string("checkpoint: the tracker's ") + what + " has " + std::to_string(v.size()) +
+                        " values where this objective has " + std::to_string(col.size()) +
+                        ": the data's shape changed since the checkpoint; rerun from the start instead");
+      col = v;
+      return true;
+    };
+    put(W_.col(q), b.get_vec("w"), "iterate");
+    if (!hessian_) put(A_.col(q), b.get_vec("a"), "activations Xw");
+    const bool have_g = put(G_.col(q), b.get_vec("g"), "gradient");
+    const auto& flags = b.get_ints("has_pending");
+    for (int s = 0; s < B.stages(); ++s) {
+      has_[s][q] = flags.at(static_cast<size_t>(s)) != 0 ? 1 : 0;
+      if (has_[s][q]) put(pending_[s].col(q), b.get_vec("pending/" + std::to_string(s)), "pending block change");
+    }
+    const auto& c = b.get_ints("counters");
+    changes_[q] = static_cast<int>(c.at(0));
+    grad_dirty_[q] = hessian_ ? 0 : ((c.at(1) != 0 && have_g) ? 0 : 1);
+  }
+
  private:
   double convex_value(int p) {
     apply_pending();

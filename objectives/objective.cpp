@@ -158,6 +158,8 @@ class SeparateTrackers final : public EnsembleTracker {
   double value(int p) override { return trackers_[p]->value(); }
   double gradient_sq_norm(int p) override { return trackers_[p]->gradient_sq_norm(); }
   Vec gradient(int p) override { return trackers_[p]->gradient(); }
+  void save(int p, StateBag& b) const override { trackers_[p]->save(b); }
+  void restore(int p, const StateBag& b) override { trackers_[p]->restore(b); }
 
  private:
   std::vector<std::unique_ptr<IterateTracker>> trackers_;
@@ -171,6 +173,8 @@ class ColumnTracker final : public IterateTracker {
   double value() override { return e_->value(p_); }
   const Vec& gradient() override { return g_ = e_->gradient(p_); }
   double gradient_sq_norm() override { return e_->gradient_sq_norm(p_); }
+  void save(StateBag& b) const override { e_->save(p_, b); }
+  void restore(const StateBag& b) override { e_->restore(p_, b); }
 
  private:
   std::shared_ptr<EnsembleTracker> e_;

@@ -77,6 +77,17 @@ class EnsembleTracker {
   virtual double value(int p) = 0;
   virtual double gradient_sq_norm(int p) = 0;
   virtual Vec gradient(int p) = 0;
+  // checkpoints: column p's incremental state, in the form of a single run's tracker (a
+  // resumed ensemble's metrics then equal the uninterrupted ensemble's bit for bit). The
+  // default keeps nothing: a restored column is then the one built at the checkpoint's iterate.
+  virtual void save(int p, StateBag& b) const {
+    (void)p;
+    (void)b;
+  }
+  virtual void restore(int p, const StateBag& b) {
+    (void)p;
+    (void)b;
+  }
 };
 
 // Column p of an ensemble tracker seen as a single run's tracker (the metrics observer of
