@@ -28,6 +28,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -129,6 +130,7 @@ def main():
     lines += ["", f"![delay scaling]({os.path.basename(out['figure'])})", ""]
     with open(out["table"], "w") as fh:
         fh.write("\n".join(lines))
+    provenance.stamp([out["table"], out["figure"]], provenance.command_line(), os.path.dirname(out["table"]), args.bin)
     print(f"max ≈ {a:.6f}·S² − S/2, mean ≈ {b:.6f}·S²; wrote {out['figure']} and {out['table']}")
 
 

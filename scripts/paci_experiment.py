@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stale_analysis import provenance  # noqa: E402
 from stale_h5 import load_run  # noqa: E402
 from stepsize import choose, tail_stats  # noqa: E402
 from sweep_index import read_index  # noqa: E402
@@ -1060,6 +1061,7 @@ def main(argv=None):
                 run_sweep(a.bin, path, sweep_out(os.path.join(a.out, "parity"), os.path.basename(path)[:-5]), a.jobs)
         else:
             write_report(a.out, a.results)
+            provenance.stamp_since(w0, provenance.command_line(), a.results, a.bin)
         if stage != "report":
             record_cpu(a.out, stage, child_cpu() - c0, time.time() - w0)
 

@@ -31,6 +31,7 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = ("pipedream", "pipedream-capped")
@@ -230,6 +231,7 @@ def main():
     md_path = os.path.join(args.out, "pipedream_delays.md")
     with open(md_path, "w") as fh:
         fh.write("\n".join(L))
+    provenance.stamp([md_path, fig_path], provenance.command_line(), args.out, args.bin)
     print(f"S² − S/2 {'survives' if survives else 'does not survive'} the caps; wrote {fig_path} and {md_path} "
           f"({cpu:.1f} s CPU)")
 

@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import stale
+from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EXP = os.path.join(ROOT, "experiments")
@@ -89,6 +90,7 @@ def main() -> int:
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    provenance.stamp([a.out], provenance.command_line(), os.path.dirname(a.out) or ".", None)
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 

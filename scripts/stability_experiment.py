@@ -37,6 +37,7 @@ import tempfile
 
 import h5py
 import numpy as np
+from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -212,6 +213,9 @@ def main() -> int:
 
     write_table(all_cases, rows, os.path.join(args.out, "stability_table.md"))
     plot(all_cases, rows, os.path.join(args.out, "stability_phase.png"))
+    provenance.stamp([os.path.join(args.out, n) for n in ("stability_runs.csv", "stability_gamma_max.csv",
+                                                          "stability_table.md", "stability_phase.png")],
+                     provenance.command_line(), args.out, args.stale)
     return 0
 
 
