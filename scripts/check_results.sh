@@ -6,7 +6,9 @@
 #   bash scripts/check_results.sh            # after a build (build/stale)
 # Checked: results/main_rpd_delays.md (scripts/main.sh's sweep and table) and
 # results/pipedream_delays.md (scripts/pipedream_delays.py). The rest need sweeps of minutes to
-# hours (scripts/reproduce.sh, scripts/theory.sh) and say in their files how they were made.
+# hours (scripts/reproduce.sh, scripts/theory.sh) and say in their files how they were made;
+# for all of them results/PROVENANCE.md holds the command, commit, build target, machine and
+# SHA-256, checked here (a file edited or left over since its last regeneration fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${STALE_BIN:-build/stale}
@@ -32,5 +34,7 @@ for name in main_rpd_delays.md pipedream_delays.md; do
     failed=1
   fi
 done
+# every committed file states where it came from, and none changed since (results/PROVENANCE.md)
+python3 scripts/stamp_results.py --check || failed=1
 echo "check_results.sh: done in $(( $(date +%s) - start )) s" >&2
 exit $failed
