@@ -73,9 +73,9 @@ def build(bin: str | None = "build/stale") -> dict:
         if head:
             return {"version": head.group(1), "git": head.group(2), "target": target.group(1) if target else "?"}
     try:
-        import stale
+        from stale import _stale
 
-        return {"version": stale.__version__, "git": stale.git_sha, "target": stale.cpu_target}
+        return {"version": _stale.version, "git": _stale.git_sha, "target": _stale.cpu_target}
     except Exception:  # noqa: BLE001 - no binary and no package: say so in the line
         return {"version": "?", "git": "unknown", "target": "?"}
 
