@@ -27,7 +27,6 @@ import json
 import math
 import os
 import resource
-import subprocess
 import sys
 import time
 import tomllib
@@ -41,7 +40,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_analysis import provenance  # noqa: E402
+from stale_analysis import provenance, runner  # noqa: E402
+from stale_analysis.formatting import number  # noqa: E402
 from stale_h5 import load_run  # noqa: E402
 from stepsize import choose, tail_stats  # noqa: E402
 from sweep_index import read_index  # noqa: E402
@@ -84,8 +84,7 @@ def record_cpu(out, stage, seconds, wall):
 
 def run_sweep(stale, path, out_dir, jobs):
     print(f"== {os.path.relpath(path, ROOT)}", file=sys.stderr)
-    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
-    subprocess.run([stale, "sweep", path, "--jobs", str(jobs), "-q", "--out", out_dir], check=True, env=env, cwd=ROOT)
+    runner.sweep(stale, path, out_dir, jobs, threads=1, report=True)
 
 
 def toml_value(v):
@@ -299,9 +298,7 @@ def bound_rows(sel, obj):
 # ---------------------------------------------------------------- the report
 
 def fmt(x, p=3):
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "—" if x is None else ("∞" if x > 0 else "—")
-    return f"{x:.{p}g}"
+    return number(x, p, missing="—", inf="∞")
 
 
 def lr_text(lr):

@@ -23,6 +23,7 @@ import numpy as np
 
 import stale
 from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis.formatting import number  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EXP = os.path.join(ROOT, "experiments")
@@ -55,7 +56,7 @@ def final(run) -> float:
 
 
 def fmt(v: float) -> str:
-    return "diverges" if not np.isfinite(v) else f"{v:.3g}"
+    return number(float(v), 3, missing="diverges")
 
 
 def main() -> int:

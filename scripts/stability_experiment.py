@@ -37,7 +37,7 @@ import tempfile
 
 import h5py
 import numpy as np
-from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis import provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -77,9 +77,8 @@ def run_one(stale: str, overrides: list[str], gamma: float, updates: int, log_ev
     # log.divergence = 0: the run goes on to its end (only a non-finite value stops it), so the
     # per-period growth is measured over the whole run; this script applies its own
     # divergence criterion to the logged f − f_*
-    cmd = [stale, "run", BASE, *overrides, f"method.lr={gamma!r}", f"method.updates={updates}",
-           f"log.every={log_every}", "log.divergence=0", "--out", path, "--quiet", "--force"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    runner.run(stale, BASE, *overrides, f"method.lr={gamma!r}", f"method.updates={updates}", f"log.every={log_every}",
+               "log.divergence=0", out=path, force=True)
     with h5py.File(path, "r") as f:
         status = f.attrs["status"]
         status = status.decode() if isinstance(status, bytes) else status

@@ -41,7 +41,6 @@ import json
 import math
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -51,7 +50,8 @@ matplotlib.use("Agg")
 import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis import provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis.formatting import number  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
@@ -76,13 +76,8 @@ EXACT = ["fixed", "gradient"]  # rerun with the exact mean (log.exact_mean = tru
 
 def run_one(stale: str, out: str, obj: str, method: str, cond: str, seed: int, exact: bool = False) -> str:
     path = os.path.join(out, f"{obj}_{method}_{cond}_s{seed}{'_exact' if exact else ''}.h5")
-    if os.path.exists(path):
-        return path
-    cmd = [stale, "run", OBJECTIVES[obj]["base"], f"method.name={method}", f"seed={seed}", *CONDITIONS[cond],
-           *(["log.exact_mean=true"] if exact else []), "--out", path, "--quiet"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    return path
+    return runner.run(stale, OBJECTIVES[obj]["base"], f"method.name={method}", f"seed={seed}", *CONDITIONS[cond],
+                      *(["log.exact_mean=true"] if exact else []), out=path, resume=True, threads=1, cwd=ROOT)
 
 
 def load(path: str) -> dict:
@@ -247,11 +242,7 @@ def plot_pareto(rows, path):
 
 
 def fmt(x, p=3):
-    if isinstance(x, str):
-        return x
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "–"
-    return f"{x:.{p}g}"
+    return number(x, p, missing="–")
 
 
 def write_report(rows, exact_rows, cpu_seconds, wall, path):
