@@ -37,10 +37,7 @@ import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_analysis import provenance, runner  # noqa: E402
-from stale_h5 import load_run  # noqa: E402
-from stepsize import choose, tail_stats  # noqa: E402
-from sweep_index import read_index  # noqa: E402
+from stale_analysis import choose, load_run, provenance, read_index, runner, tail_stats  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 S = 8

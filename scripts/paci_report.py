@@ -24,9 +24,8 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paci_experiment import (A_VALUES, CHARLM, FIG_A, FLUSH, GPT_A, LABEL, S, SETTINGS, load_group,  # noqa: E402
                              load_sweep_dirs, parity_runs, schedule_facts, select, sweep_out)
+from stale_analysis import load_run, read_index  # noqa: E402
 from stale_analysis.formatting import number  # noqa: E402
-from stale_h5 import load_run  # noqa: E402
-from sweep_index import read_index  # noqa: E402
 
 
 COLOR = {"paci": "C3", "1f1b-flush": "C0", "gpipe": "C9", "zb-h1": "C2", "2bw": "C4", "pipedream": "C1",
