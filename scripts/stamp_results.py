@@ -23,6 +23,8 @@ def main(argv=None):
     p.add_argument("--since", type=float, help="stamp every file of --results written since this Unix time")
     p.add_argument("--results", default="results")
     p.add_argument("--bin", default=os.environ.get("STALE_BIN", "build/stale"), help="the binary that computed them")
+    p.add_argument("--made-elsewhere", metavar="GIT,TARGET,MACHINE,DATE",
+                   help="for files not regenerated here: the commit, build target, machine and date that made them")
     p.add_argument("--check", action="store_true", help="check the manifest against the folder; exit 1 on a problem")
     a = p.parse_args(argv)
     if a.check:
@@ -40,7 +42,14 @@ def main(argv=None):
         for f in a.files:
             if not os.path.isfile(f):
                 raise AnalysisError(f"stamp_results: {f}: no such file")
-        provenance.stamp(a.files, a.command, a.results, a.bin)
+        facts = None
+        if a.made_elsewhere:
+            parts = [x.strip() for x in a.made_elsewhere.split(",", 3)]
+            if len(parts) != 4:
+                raise AnalysisError("stamp_results: --made-elsewhere wants GIT,TARGET,MACHINE,DATE, e.g. "
+                                    "d9b14da,native,16-core lent GPU machine,2026-11-24")
+            facts = dict(zip(("git", "target", "machine", "date"), parts), version=provenance.build(a.bin)["version"])
+        provenance.stamp(a.files, a.command, a.results, a.bin, facts)
         done = a.files
     print(f"stamp_results: {len(done)} file(s) stamped by `{a.command}`")
     return 0

@@ -80,11 +80,11 @@ def build(bin: str | None = "build/stale") -> dict:
         return {"version": "?", "git": "unknown", "target": "?"}
 
 
-def line(command: str, bin: str | None = "build/stale") -> str:
-    b = build(bin)
-    day = datetime.date.today().isoformat()
+def line(command: str, bin: str | None = "build/stale", facts: dict | None = None) -> str:
+    b, where = facts or build(bin), (facts or {}).get("machine", machine())
+    day = (facts or {}).get("date", datetime.date.today().isoformat())
     return (f"{PREFIX} made by `{command}` at git {b['git']} (stale {b['version']}, built for {b['target']}) "
-            f"on {machine()}, {day}.")
+            f"on {where}, {day}.")
 
 
 def _stamp_markdown(path: str, text_line: str) -> None:
@@ -97,15 +97,14 @@ def _stamp_markdown(path: str, text_line: str) -> None:
         f.write("\n".join(lines) + "\n\n" + text_line + "\n")
 
 
-def _stamp_png(path: str, command: str, bin: str | None) -> None:
+def _stamp_png(path: str, command: str, b: dict) -> None:
     try:
         from PIL import Image, PngImagePlugin
     except ImportError:  # the manifest still names the file's provenance
         return
-    b = build(bin)
     info = PngImagePlugin.PngInfo()
     for key, value in (("Software", f"stale {b['version']} (git {b['git']}, built for {b['target']})"),
-                       ("Source", command), ("Comment", f"computed on {machine()}")):
+                       ("Source", command), ("Comment", f"computed on {b['machine']}")):
         info.add_text(key, value)
     with Image.open(path) as im:
         im.load()
@@ -153,12 +152,16 @@ def write_manifest(results: str, rows: dict) -> None:
         f.write("\n".join(out) + "\n")
 
 
-def stamp(paths, command: str, results: str = "results", bin: str | None = "build/stale") -> None:
+def stamp(paths, command: str, results: str = "results", bin: str | None = "build/stale",
+          facts: dict | None = None) -> None:
     """States `command`, the binary's commit and target and this machine in each file of `paths`
-    (inside `results`) and records them, with the file's SHA-256, in the manifest."""
+    (inside `results`) and records them, with the file's SHA-256, in the manifest. `facts`
+    (version, git, target, machine, date) replaces what the binary and this machine say, for a
+    file made elsewhere and not regenerated here."""
     rows = read_manifest(results)
-    b = build(bin)
-    text_line = line(command, bin)
+    b = dict(facts or build(bin))
+    b.setdefault("machine", machine())
+    text_line = line(command, bin, facts)
     for p in paths:
         name = os.path.relpath(p, results)
         if not _listed(name) or name.startswith(".."):
@@ -166,8 +169,8 @@ def stamp(paths, command: str, results: str = "results", bin: str | None = "buil
         if p.endswith(".md"):
             _stamp_markdown(p, text_line)
         elif p.endswith(".png"):
-            _stamp_png(p, command, bin)
-        rows[name] = {"command": command, "git": b["git"], "target": b["target"], "machine": machine(),
+            _stamp_png(p, command, b)
+        rows[name] = {"command": command, "git": b["git"], "target": b["target"], "machine": b["machine"],
                       "sha256": _sha256(p)[:16]}
     write_manifest(results, rows)
 

@@ -80,3 +80,15 @@ def test_the_committed_results_are_each_listed_and_unchanged():
     # every file of results/ (but the device logs under results/gpu/) carries its provenance
     root = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "results"))
     assert provenance.check(root) == []
+
+
+def test_a_file_made_elsewhere_keeps_the_commit_and_machine_that_made_it(tmp_path):
+    d = _results(tmp_path)
+    r = script("stamp_results.py", "--results", d, "--command", "see the file", "--made-elsewhere",
+               "d9b14da,native,16-core lent machine,2026-11-24", d / "table.md")
+    assert r.returncode == 0, r.stderr
+    row = provenance.read_manifest(str(d))["table.md"]
+    assert (row["git"], row["target"], row["machine"]) == ("d9b14da", "native", "16-core lent machine")
+    assert "at git d9b14da" in (d / "table.md").read_text() and "2026-11-24" in (d / "table.md").read_text()
+    r = script("stamp_results.py", "--results", d, "--command", "x", "--made-elsewhere", "d9b14da", d / "table.md")
+    assert r.returncode == 2 and "GIT,TARGET,MACHINE,DATE" in r.stderr
