@@ -44,7 +44,9 @@ def main(argv=None):
                 raise AnalysisError(f"stamp_results: {f}: no such file")
         facts = None
         if a.made_elsewhere:
-            parts = [x.strip() for x in a.made_elsewhere.split(",", 3)]
+            head = a.made_elsewhere.split(",", 2)  # the machine may hold commas: the date is the last field
+            parts = head[:2] + head[2].rsplit(",", 1) if len(head) == 3 and "," in head[2] else []
+            parts = [x.strip() for x in parts]
             if len(parts) != 4:
                 raise AnalysisError("stamp_results: --made-elsewhere wants GIT,TARGET,MACHINE,DATE, e.g. "
                                     "d9b14da,native,16-core lent GPU machine,2026-11-24")

@@ -158,6 +158,8 @@ def stamp(paths, command: str, results: str = "results", bin: str | None = "buil
     (inside `results`) and records them, with the file's SHA-256, in the manifest. `facts`
     (version, git, target, machine, date) replaces what the binary and this machine say, for a
     file made elsewhere and not regenerated here."""
+    if "|" in command:
+        raise ValueError(f"provenance.stamp: the command may not hold '|' (a Markdown table cell): {command}")
     rows = read_manifest(results)
     b = dict(facts or build(bin))
     b.setdefault("machine", machine())
