@@ -34,11 +34,9 @@ REVIEWED = {
     ("optimizers/method.hpp", "zero"): "MethodParams' default delay model, the same default as the schema's",
     ("optimizers/schedule_planner.hpp", "pipedream"): "PlanOptions' default schedule, the same default as delay.schedule's",
     # the same word as the value of another key
-    ("src/config/schema.cpp", "sgd"): "method.optimizer's value (the per-block update rule), not the sgd method",
+    ("src/config/schema.cpp", "sgd"): "method.optimizer's default (the sgd update rule), stated in the table of keys",
     ("src/config/schema.cpp", "constant"): "method.lr_schedule's value, not the constant delay model",
     ("src/config/schema.cpp", "uniform"): "method.batch_order's value, not the uniform delay model",
-    ("optimizers/update_rule.cpp", "sgd"): "the update rule sgd (method.optimizer), not the sgd method",
-    ("optimizers/update_rule.hpp", "sgd"): "the update rule sgd (method.optimizer), not the sgd method",
     ("optimizers/update_rule.cpp", "constant"): "method.lr_schedule = constant",
     ("optimizers/update_rule.hpp", "constant"): "method.lr_schedule = constant",
     ("optimizers/schedule_executor.hpp", "constant"): "method.lr_schedule = constant",
@@ -46,6 +44,7 @@ REVIEWED = {
     ("src/io/run_log.hpp", "constant"): "method.lr_schedule = constant",
     ("src/run/stability_pattern.cpp", "sgd"): "method.optimizer = sgd is what the recursion models (and the sgd method, below)",
     ("objectives/objective_factory.cpp", "geometric"): "objective.spectrum = geometric, not the geometric delay model",
+    ("objectives/objective_factory.cpp", "nesterov"): "the quadratic's generator nesterov (registered there), not the update rule",
     ("src/config/schema.cpp", "geometric"): "objective.spectrum's default and value, not the geometric delay model",
     # the word "schedule" names the delay model, the CLI command, the run file's /schedule
     # group and the method family; only the delay model's own registration is a component use

@@ -26,7 +26,7 @@ python3 scripts/pipedream_delays.py --bin "$bin" --out "$tmp" --jobs "$(nproc)" 
 volatile='git|[Hh]arness version|[Ww]all|CPU time|seconds|cpu_target|instruction set|[0-9.]+ s\b'
 failed=0
 for name in main_rpd_delays.md pipedream_delays.md; do
-  if diff <(grep -Ev "$volatile" "results/$name") <(grep -Ev "$volatile" "$tmp/$name") >"$tmp/$name.diff"; then
+  if diff <(grep -Ev "$volatile" "results/$name" | sed "/^$/d") <(grep -Ev "$volatile" "$tmp/$name" | sed "/^$/d") >"$tmp/$name.diff"; then
     echo "check_results: results/$name regenerates identically ($(grep -c '^|' "results/$name") table rows)"
   else
     echo "check_results: results/$name differs from what the code makes now:" >&2
