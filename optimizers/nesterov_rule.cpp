@@ -15,20 +15,14 @@
 namespace stale {
 namespace {
 
-class Nesterov final : public BlockOptimizer {
+class Nesterov final : public VelocityRule {
  public:
-  Nesterov(double beta, Index n) : beta_(beta), v_(Vec::Zero(n)) {}
+  using VelocityRule::VelocityRule;
   void step(VecRef w, ConstVecRef g, double lr, Vec& delta) override {
     v_ = beta_ * v_ + g;
     delta = -lr * (g + beta_ * v_);
     w += delta;
   }
-  void save(StateBag& b, const std::string& name) const override { b.put(name + "/v", v_); }
-  void restore(const StateBag& b, const std::string& name) override { v_ = b.get_vec(name + "/v"); }
-
- private:
-  double beta_;
-  Vec v_;
 };
 
 const bool registered = UpdateRuleRegistry::add(

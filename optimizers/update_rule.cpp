@@ -54,20 +54,14 @@ class Sgd final : public BlockOptimizer {
   }
 };
 
-class Momentum final : public BlockOptimizer {
+class Momentum final : public VelocityRule {
  public:
-  Momentum(double beta, Index n) : beta_(beta), v_(Vec::Zero(n)) {}
+  using VelocityRule::VelocityRule;
   void step(VecRef w, ConstVecRef g, double lr, Vec& delta) override {
     v_ = beta_ * v_ + g;
     delta = -lr * v_;
     w += delta;
   }
-  void save(StateBag& b, const std::string& name) const override { b.put(name + "/v", v_); }
-  void restore(const StateBag& b, const std::string& name) override { v_ = b.get_vec(name + "/v"); }
-
- private:
-  double beta_;
-  Vec v_;
 };
 
 class AdamW final : public BlockOptimizer {

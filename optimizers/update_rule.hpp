@@ -58,6 +58,19 @@ class BlockOptimizer {
   virtual void restore(const StateBag&, const std::string& /*name*/) {}
 };
 
+// The state of the momentum rules (heavy ball, Nesterov): one velocity per coordinate, saved
+// in checkpoints under name/v.
+class VelocityRule : public BlockOptimizer {
+ public:
+  VelocityRule(double beta, Index n) : beta_(beta), v_(Vec::Zero(n)) {}
+  void save(StateBag& b, const std::string& name) const override { b.put(name + "/v", v_); }
+  void restore(const StateBag& b, const std::string& name) override { v_ = b.get_vec(name + "/v"); }
+
+ protected:
+  double beta_;
+  Vec v_;
+};
+
 // A registered update rule: its keys (method.* it reads besides method.optimizer: the
 // unread-key rule), the doubles of state it keeps per coordinate (velocity, moments: the
 // resource estimate), and its factory for a block of n coordinates.
