@@ -17,9 +17,10 @@ namespace stale {
 
 namespace {
 
-using RowMat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-// what the driver hands back: float64, C order (model.py makes it so)
+// what the driver hands back: float64 or float32, C order (model.py makes it so)
 using InArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+using InArray32 = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
 
 // What a Python stage keeps from its forward pass: the model's own cache object. Released
 // with the interpreter lock held: the executor drops caches with the lock released.
@@ -32,12 +33,18 @@ struct PythonStageCache final : StageCache {
   nb::object obj;
 };
 
-// a copy of an activation [rows × width] as a C-order numpy array the caller owns
-nb::object activation_to_numpy(const Mat& a) {
-  auto* owned = new RowMat(a);
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<RowMat*>(p); });
-  const size_t shape[2] = {static_cast<size_t>(a.rows()), static_cast<size_t>(a.cols())};
-  return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(owned->data(), 2, shape, owner), nb::rv_policy::reference);
+// a copy of an activation (held as [width × rows], see the header) as the C-order numpy array
+// [rows × width] the caller owns: the same bytes, one memcpy; in float32 when the model asks for
+// it (model.py's activation_dtype), cast in the same pass
+template <class M>
+nb::object owned_numpy(M* owned) {
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<M*>(p); });
+  const size_t shape[2] = {static_cast<size_t>(owned->cols()), static_cast<size_t>(owned->rows())};
+  using T = typename M::Scalar;
+  return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<2>>(owned->data(), 2, shape, owner), nb::rv_policy::reference);
+}
+nb::object activation_to_numpy(const Mat& a, bool f32) {
+  return f32 ? owned_numpy(new MatF(a.cast<float>())) : owned_numpy(new Mat(a));
 }
 
 // a view of the harness's vector, valid during the call (no copy)
@@ -47,24 +54,32 @@ nb::object view(const double* p, Index n) {
                   nb::rv_policy::reference);
 }
 
-InArray as_array(nb::handle h, const char* what) {
+// the n values of a float64 or float32 C-order array into out (float32 cast in the copy)
+void copy_values(nb::handle h, double* out, size_t n, const char* what) {
   InArray a;
-  if (!nb::try_cast(h, a, false))
-    throw UserError(std::string("python model: ") + what + " is not a float64 array in C order (stale.model's driver converts it)");
-  return a;
+  if (nb::try_cast(h, a, false)) {
+    STALE_CHECK(a.size() == n, "the driver checks sizes");
+    std::memcpy(out, a.data(), sizeof(double) * n);
+    return;
+  }
+  InArray32 f;
+  if (!nb::try_cast(h, f, false))
+    throw UserError(std::string("python model: ") + what +
+                    " is not a float64 or float32 array in C order (stale.model's driver converts it)");
+  STALE_CHECK(f.size() == n, "the driver checks sizes");
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(f.data()[i]);
 }
 
+// a C-order [rows × width] array into the activation [width × rows]: one pass
 void array_to_mat(nb::handle h, Mat& out, const char* what) {
-  const InArray a = as_array(h, what);
-  STALE_CHECK(a.ndim() == 2, "the driver returns activations as 2-D arrays");
-  const Index r = static_cast<Index>(a.shape(0)), c = static_cast<Index>(a.shape(1));
-  out = Eigen::Map<const RowMat>(a.data(), r, c);
+  const nb::tuple shape = nb::cast<nb::tuple>(h.attr("shape"));
+  STALE_CHECK(shape.size() == 2, "the driver returns activations as 2-D arrays");
+  out.resize(nb::cast<Index>(shape[1]), nb::cast<Index>(shape[0]));
+  copy_values(h, out.data(), static_cast<size_t>(out.size()), what);
 }
 
 void array_to_vec(nb::handle h, VecRef out, const char* what) {
-  const InArray a = as_array(h, what);
-  STALE_CHECK(a.ndim() == 1 && static_cast<Index>(a.shape(0)) == out.size(), "the driver checks a gradient's size");
-  std::memcpy(out.data(), a.data(), sizeof(double) * static_cast<size_t>(out.size()));
+  copy_values(h, out.data(), static_cast<size_t>(out.size()), what);
 }
 
 double as_double(nb::handle h) { return nb::cast<double>(h); }
@@ -85,6 +100,7 @@ StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : dri
   input_width_ = nb::cast<Index>(info["input_width"]);
   description_ = nb::cast<std::string>(info["description"]);
   has_validation_ = nb::cast<bool>(info["has_validation"]);
+  f32_ = nb::cast<std::string>(info["activation_dtype"]) == "float32";
   w0_.resize(d);
   array_to_vec(info["w0"], w0_, "the initial point");
   const nb::dict c = nb::cast<nb::dict>(info["constants"]);
@@ -120,14 +136,14 @@ Mat StageModelObjective::input_activation(int m) const {
 void StageModelObjective::stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                                         std::unique_ptr<StageCache>& cache) const {
   nb::gil_scoped_acquire gil;
-  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("forward")(s, m, activation_to_numpy(in), view(w_s.data(), w_s.size())));
+  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("forward")(s, m, activation_to_numpy(in, f32_), view(w_s.data(), w_s.size())));
   array_to_mat(r[0], out, "forward's output");
   cache = std::make_unique<PythonStageCache>(nb::borrow(r[1]));
 }
 
 double StageModelObjective::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
   nb::gil_scoped_acquire gil;
-  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("loss")(m, activation_to_numpy(last)));
+  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("loss")(m, activation_to_numpy(last, f32_)));
   array_to_mat(r[1], grad_last, "loss's gradient");
   return as_double(r[0]);
 }
@@ -138,7 +154,7 @@ void StageModelObjective::stage_backward(int s, int m, const Mat& grad_out, Cons
   const auto* c = dynamic_cast<const PythonStageCache*>(cache);
   STALE_CHECK(c != nullptr, "a backward pass after its stage's forward pass");
   const nb::tuple r = nb::cast<nb::tuple>(
-      driver_.attr("backward")(s, m, activation_to_numpy(grad_out), view(w_s.data(), w_s.size()), c->obj));
+      driver_.attr("backward")(s, m, activation_to_numpy(grad_out, f32_), view(w_s.data(), w_s.size()), c->obj));
   array_to_vec(r[0], grad_w_s, "backward's parameter gradient");
   array_to_mat(r[1], grad_in, "backward's input gradient");
 }

@@ -7,10 +7,14 @@
 // What crosses the boundary, and why:
 //  - a stage's parameters w_s (and the full w for a validation loss) go to Python as numpy
 //    views of the harness's own storage, no copy: they are valid for the call only;
-//  - activations and their gradients are copied, from the column-major Mat [rows × width] the
-//    executor holds into a row-major (C-order) array Python owns: a model keeps its input in
-//    its cache for the backward pass, long after the executor freed that Mat;
+//  - activations and their gradients are copied into an array Python owns: a model keeps its
+//    input in its cache for the backward pass, long after the executor freed that Mat;
 //  - everything Python returns is copied into the harness's Mat / Vec (one copy per op).
+// An activation is held transposed, as the Mat [width × rows], whose column-major storage is
+// numpy's C-order [rows × width]: each copy is one memcpy (or one cast, for a float32 model). (The transposing copies of a
+// [rows × width] Mat were the largest cost of a run of 512-wide stages: results/PERFORMANCE.md,
+// "PyTorch stages".) Methods only move activations between this objective's own calls, so
+// their layout is its own; activation_width() is the input's width.
 // The Python side (model.py's driver) checks shapes, sizes and dtypes and raises
 // stale.ConfigError with one line; a Python exception propagates unchanged out of the run,
 // and the run file is removed (RunSession::abort), as for any failed run.
@@ -69,6 +73,7 @@ class StageModelObjective final : public Objective {
   Index input_width_ = 1;
   std::string description_;
   bool has_validation_ = false;
+  bool f32_ = false;  // activations go to Python as float32 (the model's activation_dtype)
   Vec w0_;
   uint64_t seed_ = 0;
 };

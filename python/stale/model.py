@@ -26,7 +26,9 @@ Why backward gets w_s again: methods without weight stashing (pipedream-nostash,
 pipemare) run a stage's backward pass with the weights as they are when it runs, which differ
 from those its forward pass saw; `cache` holds what the forward pass computed. w_s is a
 read-only view of the harness's storage, valid during the call only (copy it to keep it).
-Activations arrive as C-ordered float64 arrays the model may keep (in its cache).
+Activations arrive as C-ordered float64 arrays the model may keep (in its cache); a model with
+`activation_dtype = "float32"` gets them in float32 (the harness keeps them in float64; the
+cast happens in the copy). Results may be float32 or float64 (other types become float64).
 
 Checks (each a one-line stale.ConfigError, raised before any run file exists where the probe of
 batch 0 at the initial point finds it): a stage whose output changes shape between calls (rows
@@ -97,6 +99,13 @@ def _fail(model, what: str):
     raise ConfigError(f"python model {model.name}: {what}")
 
 
+def _c_order(a) -> np.ndarray:
+    """a as a C-ordered float64 array, or float32 where it is one: the C++ side casts a float32
+    array while copying it, one pass instead of two"""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a, dtype=a.dtype if a.dtype in (np.float32, np.float64) else np.float64)
+
+
 def _pair(model, result, call: str, names: str):
     """the two results a call returns, or a one-line error naming the call"""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -124,6 +133,9 @@ class _Driver:
         self.rows: list[int] = []
         self.in_shape: list[tuple | None] = [None] * (self.stages + 1)  # feature shape entering stage s (S: the loss)
         self.read_only = not getattr(model, "_writable_views", False)
+        self.activation_dtype = str(getattr(model, "activation_dtype", "float64"))
+        if self.activation_dtype not in ("float64", "float32"):
+            _fail(model, f"activation_dtype = {self.activation_dtype!r}; valid: 'float64', 'float32'")
 
     # ---- shapes: a stage's output keeps its shape between calls (its rows follow the batch)
     def _features(self, s: int, a: np.ndarray, m: int, what: str) -> tuple:
@@ -139,7 +151,7 @@ class _Driver:
         return feat
 
     def _flat(self, a: np.ndarray, m: int) -> np.ndarray:
-        return np.ascontiguousarray(a, dtype=np.float64).reshape(self.rows[m], -1)
+        return _c_order(a).reshape(self.rows[m], -1)
 
     def _shaped(self, s: int, x: np.ndarray, m: int) -> np.ndarray:
         return x.reshape((self.rows[m],) + self.in_shape[s])
@@ -174,7 +186,7 @@ class _Driver:
     def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
         g_w, g_in = _pair(self.model, self.model.backward(s, m, self._shaped(s + 1, grad_out, m), self._view(w_s), cache),
                           f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
-        g_w = np.ascontiguousarray(g_w, dtype=np.float64).reshape(-1)
+        g_w = _c_order(np.asarray(g_w)).reshape(-1)
         if g_w.size != self.sizes[s]:
             _fail(self.model, f"backward of stage {s} returned {g_w.size} parameter gradients; the stage has "
                               f"{self.sizes[s]} parameters")
@@ -249,4 +261,5 @@ class _Driver:
         return {"block_sizes": self.sizes, "rows": self.rows, "input_width": int(np.prod(self.in_shape[0] or (1,))),
                 "description": f"python model {self.model.name}" + (f": {desc}" if desc else ""),
                 "has_validation": callable(getattr(self.model, "validation_loss", None)),
+                "activation_dtype": self.activation_dtype,
                 "w0": w0, "constants": constants}

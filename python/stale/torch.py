@@ -72,6 +72,9 @@ class TorchStages(StageModel):
             raise ConfigError(f"stale.torch: init = {init!r}; valid: 'module' (the parameters as handed over), 'reset'")
         self.device = torch.device(device)
         self.dtype = dtype
+        # activations reach the stages in the model's dtype: no cast on the torch side (integer
+        # inputs, token ids, stay float64 on the way: exact up to 2^53, not float32's 2^24)
+        self.activation_dtype = "float32" if dtype == torch.float32 and torch.is_floating_point(torch.as_tensor(data[0][:1])) else "float64"
         self.init = init
         self.modules = [m.to(device=self.device, dtype=dtype).train() for m in modules]
         self.stages = len(modules)
