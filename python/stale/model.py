@@ -225,6 +225,7 @@ class _Driver:
         """What the C++ objective needs, after a probe of batch 0 through every stage at the
         initial point (forward, loss, backward): the model's shape, size and finiteness
         errors surface here, before the run file exists."""
+        self.rows = []
         if callable(getattr(self.model, "start", None)):
             self.model.start(int(seed))  # optional: the run's seed (stale.torch seeds its dropout streams with it)
         w0 = self.initial_point(seed)
