@@ -185,3 +185,53 @@ def test_cuda_float64_torch_least_squares_reproduces_the_quadratic_run():
     model_cuda._constants = model.constants()
     # cuBLAS sums in its own order: rounding only, as on the CPU
     assert_runs_close(stale.run(case, model=model_cuda), builtin, rtol=1e-10)
+
+
+class LinearChain(stale.StageModel):
+    """x ← x W_sᵀ per stage, loss ½‖x − Y‖² per row, with hand-written backward passes that use
+    the weights the harness passes to backward (not the forward's): the oracle of the adapter's
+    no-stash semantics, which least squares cannot check (its backward does not read w_s)"""
+
+    def __init__(self, weights, X, Y, batch_size):
+        self.w0 = [W.detach().double().numpy().copy() for W in weights]
+        self.shapes = [W.shape for W in self.w0]
+        self.X, self.Y = X, Y
+        self.offsets = stale.batch_offsets(len(X), batch_size)
+        self.stages, self.num_batches = len(weights), len(self.offsets) - 1
+
+    def initial_params(self, seed):
+        return [W.ravel() for W in self.w0]
+
+    def batch_rows(self, m):
+        return int(self.offsets[m + 1] - self.offsets[m])
+
+    def input(self, m):
+        return self.X[self.offsets[m]:self.offsets[m + 1]]
+
+    def forward(self, s, m, x, w_s):
+        return x @ w_s.reshape(self.shapes[s]).T, x.copy()
+
+    def backward(self, s, m, grad_out, w_s, x):
+        return grad_out.T @ x, grad_out @ w_s.reshape(self.shapes[s])
+
+    def loss(self, m, last):
+        r = last - self.Y[self.offsets[m]:self.offsets[m + 1]]
+        return 0.5 * float((r * r).sum()) / len(r), r / len(r)
+
+
+def test_torch_backward_uses_the_weights_of_the_backward_pass_as_the_numpy_oracle():
+    torch.manual_seed(5)
+    layers = [torch.nn.Linear(6, 5, bias=False), torch.nn.Linear(5, 4, bias=False), torch.nn.Linear(4, 3, bias=False)]
+    g = np.random.default_rng(2)
+    X, Y = g.standard_normal((48, 6)), g.standard_normal((48, 3))
+    oracle = LinearChain([l.weight for l in layers], X, Y, batch_size=8)
+    loss = lambda o, y: 0.5 * ((o - y) ** 2).sum() / o.shape[0]  # noqa: E731
+    case = {**RUN, "method.lr": 0.1, "method.updates": 96, "log.every": 4}
+    finals = {}
+    for method in ("pipedream", "pipedream-nostash", "paci", "pipemare"):
+        mine = stale.run({**case, "method.name": method}, model=st.TorchStages(layers, (X, Y), loss, batch_size=8))
+        ref = stale.run({**case, "method.name": method}, model=oracle)
+        assert_runs_close(mine, ref)
+        finals[method] = mine.iterates[-1]
+    # and the weights of the backward pass matter here: without stashing the run is another one
+    assert np.linalg.norm(finals["pipedream-nostash"] - finals["pipedream"]) > 1e-6 * np.linalg.norm(finals["pipedream"])
