@@ -95,8 +95,13 @@ def batch_offsets(n: int, batch_size: int) -> np.ndarray:
 _CONSTANT_KEYS = {"L", "L_exact", "mu", "f_star", "f_low", "w_star", "f_star_method", "f_star_is_lower_bound"}
 
 
+def _name(model) -> str:
+    """the model's name: its `name`, else its class's (a model need not subclass StageModel)"""
+    return str(getattr(model, "name", None) or type(model).__name__)
+
+
 def _fail(model, what: str):
-    raise ConfigError(f"python model {model.name}: {what}")
+    raise ConfigError(f"python model {_name(model)}: {what}")
 
 
 def _c_order(a) -> np.ndarray:
@@ -260,7 +265,7 @@ class _Driver:
                 _fail(self.model, f"constants()['w_star'] has {constants['w_star'].size} entries, w has {w0.size}")
         desc = str(getattr(self.model, "description", "") or "")
         return {"block_sizes": self.sizes, "rows": self.rows, "input_width": int(np.prod(self.in_shape[0] or (1,))),
-                "description": f"python model {self.model.name}" + (f": {desc}" if desc else ""),
+                "description": f"python model {_name(self.model)}" + (f": {desc}" if desc else ""),
                 "has_validation": callable(getattr(self.model, "validation_loss", None)),
                 "activation_dtype": self.activation_dtype,
                 "w0": w0, "constants": constants}

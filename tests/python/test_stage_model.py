@@ -278,3 +278,22 @@ def test_the_model_sees_read_only_views_and_its_seed():
     r = stale.run({**RUN, "method.name": "paci", "seed": 11, "method.updates": 8}, model=Probe({**OBJECTIVE, "seed": 11}))
     assert r.status == "ok" and seen["seed"] == 11 and seen["writeable"] is False
     assert seen["x"][0] == np.float64 and seen["x"][1]
+
+
+def test_a_model_need_not_subclass_stage_model():
+    """duck typing: any object with the StageModel calls runs, named by its class"""
+
+    class Plain:
+        def __init__(self):
+            self.inner = least_squares()
+            self.stages, self.num_batches = self.inner.stages, self.inner.num_batches
+
+        def __getattr__(self, name):  # the calls and the description, not the name
+            if name in ("initial_params", "batch_rows", "input", "forward", "backward", "loss", "constants", "description"):
+                return getattr(self.inner, name)
+            raise AttributeError(name)
+
+    a = stale.run({**RUN, "method.name": "paci"}, model=Plain())
+    b = stale.run({**RUN, "method.name": "paci"}, model=least_squares())
+    assert a.objective["description"] == "python model Plain: least squares (1/2n)||Xw - y||^2 as S linear stages"
+    assert_runs_close(a, b, rtol=0)
