@@ -25,6 +25,7 @@
 #include "objectives/linear_model_cpu.hpp"
 #include "objectives/linear_model_cpu_sparse.hpp"
 #include "delays/delay_registry.hpp"
+#include "objectives/charlm.hpp"
 #include "objectives/objective_factory.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
@@ -537,6 +538,40 @@ nb::dict objective_data(const std::string& path, const std::string& text, const 
   return out;
 }
 
+// the char-level GPT of a config as data (its training batches' tokens), shape and initial point:
+// what a twin written elsewhere (stale.torch.charlm_stages) needs to be the same function
+nb::dict charlm_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
+  Config cfg = make_config(path, text, overrides);
+  if (cfg.get_string("objective.name") != "charlm")
+    config_error("objective.name", "\"" + cfg.get_string("objective.name") + "\": stale.charlm_data reads a charlm config");
+  cfg.apply_override("precision=\"float64\"");
+  std::unique_ptr<Objective> f;
+  {
+    Released r;
+    f = make_objective(cfg, BackendKind::Cpu);
+  }
+  const auto* lm = dynamic_cast<const CharLm*>(f.get());
+  STALE_CHECK(lm != nullptr, "objective.name = charlm makes a CharLm");
+  const CharLmShape& sh = lm->shape();
+  const size_t M = static_cast<size_t>(lm->num_batches()), N = static_cast<size_t>(sh.N());
+  std::vector<int32_t> inputs(M * N), targets(M * N);
+  for (size_t m = 0; m < M; ++m) lm->data().batch(static_cast<int>(m), inputs.data() + m * N, targets.data() + m * N);
+  nb::dict d;
+  d["V"] = sh.V;
+  d["E"] = sh.E;
+  d["NH"] = sh.NH;
+  d["T"] = sh.T;
+  d["B"] = sh.B;
+  d["S"] = sh.S;
+  d["inputs"] = to_numpy(std::move(inputs), {M, N});
+  d["targets"] = to_numpy(std::move(targets), {M, N});
+  std::vector<int64_t> offsets(lm->blocks().offsets().begin(), lm->blocks().offsets().end());
+  d["offsets"] = to_numpy(std::move(offsets));
+  const Vec w0 = lm->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
+  d["w0"] = to_numpy(std::vector<double>(w0.data(), w0.data() + w0.size()));
+  return d;
+}
+
 }  // namespace
 }  // namespace stale
 
@@ -562,6 +597,7 @@ NB_MODULE(_stale, m) {
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
   m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
+  m.def("charlm_data", &stale::charlm_data, "path"_a, "text"_a, "overrides"_a);
   m.def("metric_names", [] {
     std::vector<std::string> names;
     for (const auto& c : stale::metric_columns()) names.push_back(c.name);

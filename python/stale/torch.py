@@ -242,3 +242,24 @@ def least_squares_stages(config=None, *, dtype=torch.float64, constants: bool = 
     model._constants = ({"L": o["L"], "L_exact": o["L_exact"], "mu": o["mu"], "f_star": o["f_star"],
                          "f_star_method": o["f_star_method"], "w_star": o["w_star"]} if constants else {"f_low": 0.0})
     return model
+
+
+def charlm_stages(config=None, *, dtype=torch.float64, **overrides) -> TorchStages:
+    """The char-level GPT of a `charlm` config (objectives/charlm*) as PyTorch stages
+    (python/stale/torch_charlm.py): its training batches' tokens, its stage layout and its
+    initial weights come from the C++ objective (stale._stale.charlm_data), so a run of it
+    equals the built-in run to rounding. Its f is the mean over every training batch; the
+    built-in objective's value() means over 8 fixed ones (CharLmData::kEvalBatches), so compare
+    batch losses and iterates, not the "loss" series."""
+    from ._stale import charlm_data
+    from .config import resolve
+    from .torch_charlm import charlm_modules
+    path, text, assigns = resolve(config, overrides)
+    d = charlm_data(path, text, assigns)
+    mods = charlm_modules(d["V"], d["E"], d["NH"], d["T"], d["S"], d["w0"], d["offsets"])
+    M, N = d["inputs"].shape
+    X = d["inputs"].reshape(-1).astype(np.int64)
+    y = d["targets"].reshape(-1).astype(np.int64)
+    return TorchStages(mods, (X, y), torch.nn.functional.cross_entropy, batch_size=N, dtype=dtype, name="TorchCharLm",
+                       description=f"char-level GPT, E={d['E']} heads={d['NH']} T={d['T']} B={d['B']} S={d['S']}",
+                       constants={"f_low": 0.0})
