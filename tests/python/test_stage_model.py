@@ -28,7 +28,7 @@ RUN = {"seed": 3, "method.lr": 0.05, "method.updates": 64, "log.every": 1, "log.
 RTOL = 1e-12
 # the delay models' keys (a model with a key not listed here fails the loop below: add its value)
 DELAY_KEYS = {"delay.max": 3, "delay.mean": 1.5, "delay.table_repeat": True, "delay.schedule": "pipedream",
-              "delay.follow_order": False}
+              "delay.follow_order": False, "delay.profile": [3, 2, 1, 0]}
 # every /metrics series but the wall clock
 SERIES = [n for n in stale._stale.metric_names() if n != "wall"]
 
