@@ -121,7 +121,9 @@ class Objective {
   // the version store); the default gathers the blocks and calls batch_block_grad
   virtual void batch_block_grad_blocks(const std::vector<const double*>& blocks, int m, int s, VecRef g_s) const;
 
-  // ---- stage-wise pipeline (batch m); in/out are [batch_rows(m) × activation_width()]
+  // ---- stage-wise pipeline (batch m); in/out are [batch_rows(m) × activation_width()] for the
+  // built-in objectives (the lockstep-ensemble calls below slice them so); methods only move
+  // activations between an objective's own calls (a Python model holds them transposed)
   virtual void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                              std::unique_ptr<StageCache>& cache) const = 0;
   // loss of f_m's data term at the last activation, and d loss / d activation

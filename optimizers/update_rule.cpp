@@ -15,7 +15,15 @@ UpdateRuleParams UpdateRuleParams::from_config(const Config& cfg) {
   p.beta2 = cfg.get_float("method.beta2");
   p.eps = cfg.get_float("method.eps");
   p.weight_decay = cfg.get_float("method.weight_decay");
+  for (const auto& k : update_rule_entry(p.optimizer).keys)
+    if (const KeySpec* s = find_key(k); s && s->type == KeyType::Float) p.floats[k] = cfg.get_float(k);
   return p;
+}
+
+const UpdateRuleEntry& update_rule_entry(const std::string& name) {
+  if (const auto* e = UpdateRuleRegistry::find(name)) return *e;
+  config_error("method.optimizer", "\"" + name + "\" is not a registered update rule; choose one of: " +
+                                       UpdateRuleRegistry::names_text());
 }
 
 LrSchedule LrSchedule::from_config(const Config& cfg, int64_t total_updates) {
@@ -46,20 +54,14 @@ class Sgd final : public BlockOptimizer {
   }
 };
 
-class Momentum final : public BlockOptimizer {
+class Momentum final : public VelocityRule {
  public:
-  Momentum(double beta, Index n) : beta_(beta), v_(Vec::Zero(n)) {}
+  using VelocityRule::VelocityRule;
   void step(VecRef w, ConstVecRef g, double lr, Vec& delta) override {
     v_ = beta_ * v_ + g;
     delta = -lr * v_;
     w += delta;
   }
-  void save(StateBag& b, const std::string& name) const override { b.put(name + "/v", v_); }
-  void restore(const StateBag& b, const std::string& name) override { v_ = b.get_vec(name + "/v"); }
-
- private:
-  double beta_;
-  Vec v_;
 };
 
 class AdamW final : public BlockOptimizer {
@@ -101,10 +103,20 @@ void restore_rules(const StateBag& b, const std::string& name, std::vector<std::
 }
 
 std::unique_ptr<BlockOptimizer> make_block_optimizer(const UpdateRuleParams& p, Index n) {
-  if (p.optimizer == "sgd") return std::make_unique<Sgd>();
-  if (p.optimizer == "momentum") return std::make_unique<Momentum>(p.momentum, n);
-  if (p.optimizer == "adamw") return std::make_unique<AdamW>(p, n);
-  throw UserError("config: method.optimizer = \"" + p.optimizer + "\" is not valid; choose one of: sgd, momentum, adamw");
+  return update_rule_entry(p.optimizer).make(p, n);
 }
+
+namespace {
+const bool choices = set_choice_source("method.optimizer", [] { return UpdateRuleRegistry::names(); });
+const bool sgd = UpdateRuleRegistry::add(
+    {"sgd", "w <- w - lr g", 0, {}, 0.0, [](const UpdateRuleParams&, Index) { return std::make_unique<Sgd>(); }});
+const bool momentum = UpdateRuleRegistry::add(
+    {"momentum", "heavy ball: v <- beta v + g; w <- w - lr v (method.momentum = beta)", 1, {"method.momentum"}, 1.0,
+     [](const UpdateRuleParams& p, Index n) { return std::make_unique<Momentum>(p.momentum, n); }});
+const bool adamw = UpdateRuleRegistry::add(
+    {"adamw", "AdamW with bias correction and decoupled weight decay (Loshchilov & Hutter 2019)", 3,
+     {"method.beta1", "method.beta2", "method.eps", "method.weight_decay"}, 2.0,
+     [](const UpdateRuleParams& p, Index n) { return std::make_unique<AdamW>(p, n); }});
+}  // namespace
 
 }  // namespace stale

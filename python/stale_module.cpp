@@ -24,7 +24,12 @@
 #include "objectives/linear_data.hpp"
 #include "objectives/linear_model_cpu.hpp"
 #include "objectives/linear_model_cpu_sparse.hpp"
+#include "delays/delay_registry.hpp"
+#include "objectives/charlm.hpp"
 #include "objectives/objective_factory.hpp"
+#include "objectives/objective_registry.hpp"
+#include "optimizers/method_registry.hpp"
+#include "python/stage_model_objective.hpp"
 #include "src/backend/backend.hpp"
 #include "src/commands/predict_stability.hpp"
 #include "src/commands/simulate_schedule.hpp"
@@ -34,6 +39,7 @@
 #include "src/run/config_rules.hpp"
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/run_file.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
 #include "src/pipeline/cost_model.hpp"
@@ -173,13 +179,64 @@ nb::dict theory_dict(const TheoryConstants& t) {
   return d;
 }
 
+// A config's objective.* keys made to describe a model defined in Python: objective.name =
+// "python", objective.stages = the model's stages; keys the model decides itself refused when given.
+void configure_for_model(Config& cfg, int64_t stages) {
+  if (cfg.is_set("objective.name") && cfg.get_string("objective.name") != "python")
+    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
+                                       "\" with model=: the model is the objective; leave objective.name unset or \"python\"");
+  if (cfg.is_set("objective.stages") && cfg.get_int("objective.stages") != stages)
+    config_error("objective.stages", std::to_string(cfg.get_int("objective.stages")) + " but the model has " +
+                                         std::to_string(stages) + " stages; leave objective.stages unset");
+  if (cfg.is_set("objective.batch_size"))
+    config_error("objective.batch_size", "a model defined in Python brings its own batches (num_batches, batch_rows); "
+                                         "leave objective.batch_size unset");
+  cfg.apply_override("objective.name=\"python\"");
+  cfg.apply_override("objective.stages=" + std::to_string(stages));
+}
+
 nb::dict run(const std::string& path, const std::string& text, const std::vector<std::string>& overrides,
              const std::string& out, bool force, bool progress, bool drop_unread, std::optional<Array2> X,
-             std::optional<Array1> y, std::optional<Array1> w_true) {
+             std::optional<Array1> y, std::optional<Array1> w_true, nb::object model, const std::string& resume) {
   Config cfg = make_config(path, text, overrides);
   if (drop_unread) drop_unread_keys(cfg);
   std::shared_ptr<const Objective> objective;
   if (X.has_value() != y.has_value()) throw UserError("stale.run: pass both X and y, or neither");
+  if (X && !model.is_none()) throw UserError("stale.run: pass arrays X, y or a model, not both");
+  if (!resume.empty()) {
+    // a resumed run is its .partial's: that config (its seed, its objective) is the run's
+    if (X) throw UserError("stale.run: resume= continues a .partial; X, y cannot be passed again (resume a run of a data file instead)");
+    const Config stored = Config::from_string(read_partial_run(resume).config, resume);
+    const bool python_model = stored.get_string("objective.name") == "python";
+    if (python_model != !model.is_none())
+      throw UserError(resume + (python_model ? ": a run of a model defined in Python; pass the same model= to resume it"
+                                             : ": not a run of a model defined in Python; resume it without model="));
+    if (python_model) {
+      const int64_t S = nb::cast<int64_t>(model.attr("stages"));
+      if (stored.get_int("objective.stages") != S)
+        throw UserError(resume + ": a run of a model with " + std::to_string(stored.get_int("objective.stages")) +
+                        " stages, the model passed has " + std::to_string(S));
+      objective = std::make_shared<StageModelObjective>(model, static_cast<uint64_t>(stored.get_int("seed")));
+    }
+    RunOptions o;
+    o.progress = progress;
+    o.objective = objective;
+    o.overwrite = force;
+    o.resume_from = resume;
+    std::string written;
+    {
+      Released r;
+      written = run_experiment(stored, "", o).path;
+    }
+    nb::dict d;
+    d["path"] = written;
+    return d;
+  }
+  if (!model.is_none()) {
+    configure_for_model(cfg, nb::cast<int64_t>(model.attr("stages")));
+    // built here, with the interpreter lock: its constructor probes the model (model.py's prepare)
+    objective = std::make_shared<StageModelObjective>(model, static_cast<uint64_t>(cfg.get_int("seed")));
+  }
   if (X) {
     // the data come from the call, not from a generator: the resolved config says so
     if (!cfg.is_set("objective.generator")) cfg.apply_override("objective.generator=\"file\"");
@@ -481,6 +538,40 @@ nb::dict objective_data(const std::string& path, const std::string& text, const 
   return out;
 }
 
+// the char-level GPT of a config as data (its training batches' tokens), shape and initial point:
+// what a twin written elsewhere (stale.torch.charlm_stages) needs to be the same function
+nb::dict charlm_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
+  Config cfg = make_config(path, text, overrides);
+  if (cfg.get_string("objective.name") != "charlm")
+    config_error("objective.name", "\"" + cfg.get_string("objective.name") + "\": stale.charlm_data reads a charlm config");
+  cfg.apply_override("precision=\"float64\"");
+  std::unique_ptr<Objective> f;
+  {
+    Released r;
+    f = make_objective(cfg, BackendKind::Cpu);
+  }
+  const auto* lm = dynamic_cast<const CharLm*>(f.get());
+  STALE_CHECK(lm != nullptr, "objective.name = charlm makes a CharLm");
+  const CharLmShape& sh = lm->shape();
+  const size_t M = static_cast<size_t>(lm->num_batches()), N = static_cast<size_t>(sh.N());
+  std::vector<int32_t> inputs(M * N), targets(M * N);
+  for (size_t m = 0; m < M; ++m) lm->data().batch(static_cast<int>(m), inputs.data() + m * N, targets.data() + m * N);
+  nb::dict d;
+  d["V"] = sh.V;
+  d["E"] = sh.E;
+  d["NH"] = sh.NH;
+  d["T"] = sh.T;
+  d["B"] = sh.B;
+  d["S"] = sh.S;
+  d["inputs"] = to_numpy(std::move(inputs), {M, N});
+  d["targets"] = to_numpy(std::move(targets), {M, N});
+  std::vector<int64_t> offsets(lm->blocks().offsets().begin(), lm->blocks().offsets().end());
+  d["offsets"] = to_numpy(std::move(offsets));
+  const Vec w0 = lm->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
+  d["w0"] = to_numpy(std::vector<double>(w0.data(), w0.data() + w0.size()));
+  return d;
+}
+
 }  // namespace
 }  // namespace stale
 
@@ -497,7 +588,8 @@ NB_MODULE(_stale, m) {
   m.attr("cpu_target") = stale::build::cpu_target;
   if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) throw nb::import_error(cpu.c_str());
   m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a, "drop_unread"_a,
-        "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none());
+        "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none(),
+        "model"_a.none() = nb::none(), "resume"_a = "");
   m.def("schedule", &stale::schedule, "name"_a, "stages"_a, "microbatches"_a, "accumulation"_a, "replicas"_a,
         "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a, "trace"_a,
         "delay_table"_a.none());
@@ -505,6 +597,7 @@ NB_MODULE(_stale, m) {
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
   m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
+  m.def("charlm_data", &stale::charlm_data, "path"_a, "text"_a, "overrides"_a);
   m.def("metric_names", [] {
     std::vector<std::string> names;
     for (const auto& c : stale::metric_columns()) names.push_back(c.name);
@@ -512,6 +605,38 @@ NB_MODULE(_stale, m) {
   }, "the /metrics series in the run file's order (src/io/metrics_schema.hpp)");
   m.def("released_calls", [] { return g_released_calls.load(); },
         "C++ calls now running with the interpreter lock released");
+  // the registries as `stale list` prints them, so that Python tests loop over every method
+  // and delay model (a new one is covered without an edit)
+  m.def("components", [] {
+    nb::dict d;
+    nb::list methods, delays, objectives;
+    for (const auto& e : MethodRegistry::entries()) {
+      nb::dict r;
+      r["name"] = e.name;
+      r["kind"] = method_kind_name(e.kind);
+      r["schedule"] = e.schedule;
+      r["stash"] = e.stash;
+      r["summary"] = e.summary;
+      methods.append(r);
+    }
+    for (const auto& e : DelayRegistry::entries()) {
+      nb::dict r;
+      r["name"] = e.name;
+      r["keys"] = e.keys;
+      r["summary"] = e.summary;
+      delays.append(r);
+    }
+    for (const auto& e : ObjectiveRegistry::entries()) {
+      nb::dict r;
+      r["name"] = e.name;
+      r["summary"] = e.summary;
+      objectives.append(r);
+    }
+    d["methods"] = methods;
+    d["delays"] = delays;
+    d["objectives"] = objectives;
+    return d;
+  }, "the registered methods, delay models and objectives (stale list)");
   m.def("config_keys", [] {
     std::vector<std::string> keys;
     for (const auto& k : config_schema()) keys.push_back(k.key);

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import tempfile
 from collections import defaultdict
 
 import h5py
 import numpy as np
 
-from stale_analysis import AnalysisError, fit_exponent_seeds_points, is_diverged, load_run, read_index
+from stale_analysis import AnalysisError, fit_exponent_seeds_points, is_diverged, load_run, read_index, runner
+from stale_analysis.formatting import number
 from stale_analysis.plotting import caption, plt, pow2_tex
 
 STALE = os.environ.get("STALE_BIN", "build/stale")
@@ -53,14 +53,13 @@ def theory_of(config, overrides):
     """/theory of a one-update run of CONFIG with OVERRIDES (L, f_low, Δ₀ ...), in a temp file."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "probe.h5")
-        subprocess.run([STALE, "run", config, *overrides, "method.updates=1", "log.progress=false", "--out", out, "--quiet"],
-                       check=True, stdout=subprocess.DEVNULL)
+        runner.run(STALE, config, *overrides, "method.updates=1", "log.progress=false", out=out)
         with h5py.File(out, "r") as f:
             return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["theory"].attrs.items()}
 
 
 def fmt(v):
-    return f"{v:.3g}" if np.isfinite(v) else "n/a"
+    return number(float(v), 3, missing="n/a")
 
 
 def fit_text(x, Y, pred):
@@ -384,8 +383,8 @@ def plan_tuned(out_toml):
     with tempfile.TemporaryDirectory() as tmp:
         for S in TR_S:
             out = os.path.join(tmp, f"pilot{S}.h5")
-            subprocess.run([STALE, "run", base, f"objective.stages={S}", f"delay.max={pd_delta(S)}", f"method.lr={1 / L!r}",
-                            f"method.updates={TR_PILOT_K}", "--out", out, "--quiet"], check=True, stdout=subprocess.DEVNULL)
+            runner.run(STALE, base, f"objective.stages={S}", f"delay.max={pd_delta(S)}", f"method.lr={1 / L!r}",
+                       f"method.updates={TR_PILOT_K}", out=out)
             with h5py.File(out, "r") as f:
                 G = float(f["theory"].attrs["G"])
             notes.append(f"#   S = {S}: δ = {pd_delta(S)}, pilot G = {G:.6g}")

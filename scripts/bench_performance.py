@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Where a sweep's time goes, measured side by side in one run on this machine (issue
-"Sweeps at the speed of the arithmetic"). Prints a Markdown table; results/PERFORMANCE.md
-holds one run of it with the command that made it.
+"Sweeps at the speed of the arithmetic"). Prints a Markdown table, each cell the median over
+--repeat rounds with the fastest and slowest round (the spread to expect); with --out it also
+writes it, stamped with the commit and machine (results/PERFORMANCE_TABLE.md is the committed
+run; results/PERFORMANCE.md explains the cases and holds the side-by-side comparisons).
 
     python3 scripts/bench_performance.py [--bin build/stale] [--baseline OTHER/stale]
-                                         [--bench build/bench_rpd] [--repeat 5]
+                                         [--bench build/bench_rpd] [--repeat 5] [--out FILE]
 
 --baseline runs the same cases with another build (e.g. an older commit, or a -march=native
 build) for comparison, in alternating rounds (--repeat of them; each case's median).
@@ -125,42 +127,50 @@ def main():
     ap.add_argument("--bin", default=str(ROOT / "build" / "stale"))
     ap.add_argument("--bench", default=str(ROOT / "build" / "bench_rpd"))
     ap.add_argument("--baseline", help="another build's stale binary to measure side by side")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=5, help="alternating rounds (default 5)")
+    ap.add_argument("--out", help="also write the table to this Markdown file (results/PERFORMANCE_TABLE.md is "
+                                  "the committed one), stamped with the commit and machine")
     a = ap.parse_args()
     for p in [a.bin] + ([a.baseline] if a.baseline else []):
         if not os.access(p, os.X_OK):
             sys.exit(f"bench_performance: {p} is not an executable (build first: bash scripts/build.sh)")
+    # both builds (or the one) in alternating rounds, one sample of every case per round: a load
+    # that changes within minutes (a shared machine) then falls on both builds alike, and the
+    # rounds' [min, max] is the spread a reader should expect from one run on this machine
+    builds = [("new", a.bin)] + ([("base", a.baseline)] if a.baseline else [])
+    rounds = {key: [] for key, _ in builds}
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        if not a.baseline:
-            (tmp / "new").mkdir()
-            new, base = cases(a.bin, tmp / "new", a.repeat), None
-        else:
-            # the two builds in alternating rounds, each case's median over the rounds: a load
-            # that changes within minutes (a shared machine) then falls on both builds alike
-            rounds = {"new": [], "base": []}
-            for r in range(a.repeat):
-                for key, binary in (("new", a.bin), ("base", a.baseline)):
-                    d = tmp / f"{key}{r}"
-                    d.mkdir()
-                    rounds[key].append(cases(binary, d, 1))
-            new, base = ({k: statistics.median(c[k] for c in rounds[key]) for k in rounds[key][0]}
-                         for key in ("new", "base"))
+        for r in range(a.repeat):
+            for key, binary in builds:
+                d = tmp / f"{key}{r}"
+                d.mkdir()
+                rounds[key].append(cases(binary, d, 1))
+    samples = {key: {k: [c[k] for c in rs] for k in rs[0] if not k.endswith("_note")} for key, rs in rounds.items()}
+    new = {k: statistics.median(v) for k, v in samples["new"].items()}
+    base = {k: statistics.median(v) for k, v in samples["base"].items()} if a.baseline else None
     per_update, floor = bench_rpd(a.bench) if os.access(a.bench, os.X_OK) else (float("nan"), float("nan"))
 
-    print(f"measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores; load average at the end "
-          f"{os.getloadavg()[0]:.2f}\n")
-    print("| case | this build | baseline | target |")
-    print("|---|---|---|---|")
+    lines = []
+    out = lines.append
+    out(f"measured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores, {a.repeat} alternating rounds; "
+        f"load average at the end {os.getloadavg()[0]:.2f}. Each cell: the median over the rounds "
+        "[the fastest, the slowest round] — the spread to expect from one run on this machine.\n")
+    out("| case | this build | baseline | target |")
+    out("|---|---|---|---|")
+
+    def cell(key, which, fmt):
+        v = samples[which][key]
+        return f"{fmt.format(statistics.median(v))} [{fmt.format(min(v))}, {fmt.format(max(v))}]"
 
     def row(name, key, target, fmt="{:.3f} s"):
-        b = fmt.format(base[key]) if base else "–"
-        print(f"| {name} | {fmt.format(new[key])} | {b} | {target} |")
+        b = cell(key, "base", fmt) if base else "–"
+        out(f"| {name} | {cell(key, 'new', fmt)} | {b} | {target} |")
 
-    print(f"| RPD d = 512, S = 8, exact metrics every update: per update | {per_update / 1e3:.2f} µs | – | "
-          f"≤ 2 × floor |")
-    print(f"| its arithmetic floor (3 GEMVs, 38k multiply-adds, measured) | {floor / 1e3:.2f} µs | – | |")
-    print(f"| ratio to the floor | {per_update / floor:.2f} × | – | ≤ 2 × |")
+    out(f"| RPD d = 512, S = 8, exact metrics every update: per update | {per_update / 1e3:.2f} µs | – | "
+        f"≤ 2 × floor |")
+    out(f"| its arithmetic floor (3 GEMVs, 38k multiply-adds, measured) | {floor / 1e3:.2f} µs | – | |")
+    out(f"| ratio to the floor | {per_update / floor:.2f} × | – | ≤ 2 × |")
     row("run set-up: `stale run` E1 with 1 update, whole process (constants cached)", "setup", "≤ 30 ms")
     row("E1 PD run, 3200 updates, metrics every 20, whole process", "e1_run", "")
     row("E4 PD at S = 128 (187,264 block updates), whole process", "e4_pd_128", "≤ 1 s")
@@ -175,16 +185,28 @@ def main():
     row("the same as one ensemble of 9 (`--ensemble 9 --jobs 1`)", "conv9_ens9", "")
     row("logistic d = 512, n = 600, S = 16, 9600 updates, alone", "logistic_alone", "")
     row("the same, two at once (wall for both)", "logistic_two_at_once", "")
-    ratio = new["logistic_two_at_once"] / new["logistic_alone"]
-    print(f"\ntwo runs at once on {os.cpu_count()} cores take {ratio:.2f} × one alone (target ≤ 1.3 ×)")
-    print(f"9-run grid: processes / in-process sweep (jobs 1) = "
-          f"{new['grid9_processes'] / new['grid9_sweep_jobs1']:.2f} ×, (jobs 2) = "
-          f"{new['grid9_processes'] / new['grid9_sweep_jobs2']:.2f} ×")
-    print(f"9 processes / one ensemble of 9 = {new['grid9_processes'] / new['grid9_ens9']:.2f} × (target ≥ 4 ×); "
-          f"runs alone / ensemble, same process: E1 grid {new['grid9_ens1'] / new['grid9_ens9']:.2f} ×, "
-          f"converging grid {new['conv9_ens1'] / new['conv9_ens9']:.2f} ×")
+    ratios = [t / s for t, s in zip(samples["new"]["logistic_two_at_once"], samples["new"]["logistic_alone"])]
+    out(f"\ntwo runs at once on {os.cpu_count()} cores take {statistics.median(ratios):.2f} × one alone "
+        f"[{min(ratios):.2f}, {max(ratios):.2f}] (target ≤ 1.3 ×; on 2 cores the two runs' OpenMP threads and "
+        "anything else running share the same cores, so this ratio is the one most sensitive to the load)")
+    out(f"9-run grid: processes / in-process sweep (jobs 1) = "
+        f"{new['grid9_processes'] / new['grid9_sweep_jobs1']:.2f} ×, (jobs 2) = "
+        f"{new['grid9_processes'] / new['grid9_sweep_jobs2']:.2f} ×")
+    out(f"9 processes / one ensemble of 9 = {new['grid9_processes'] / new['grid9_ens9']:.2f} × (target ≥ 4 ×); "
+        f"runs alone / ensemble, same process: E1 grid {new['grid9_ens1'] / new['grid9_ens9']:.2f} ×, "
+        f"converging grid {new['conv9_ens1'] / new['conv9_ens9']:.2f} ×")
     if base:
-        print(f"baseline: two at once = {base['logistic_two_at_once'] / base['logistic_alone']:.2f} × one alone")
+        out(f"baseline: two at once = {base['logistic_two_at_once'] / base['logistic_alone']:.2f} × one alone")
+    print("\n".join(lines))
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write("# Where a sweep's time goes: one run of scripts/bench_performance.py\n\n"
+                    "results/PERFORMANCE.md explains each case and what changed it.\n\n" + "\n".join(lines) + "\n")
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from stale_analysis import provenance
+
+        provenance.stamp([a.out], provenance.command_line(), os.path.dirname(os.path.abspath(a.out)), a.bin)
+        print(f"wrote {a.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
 #   bash scripts/check_results.sh            # after a build (build/stale)
 # Checked: results/main_rpd_delays.md (scripts/main.sh's sweep and table) and
 # results/pipedream_delays.md (scripts/pipedream_delays.py). The rest need sweeps of minutes to
-# hours (scripts/reproduce.sh, scripts/theory.sh) and say in their files how they were made.
+# hours (scripts/reproduce.sh, scripts/theory.sh) and say in their files how they were made;
+# for all of them results/PROVENANCE.md holds the command, commit, build target, machine and
+# SHA-256, checked here (a file edited or left over since its last regeneration fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${STALE_BIN:-build/stale}
@@ -24,7 +26,7 @@ python3 scripts/pipedream_delays.py --bin "$bin" --out "$tmp" --jobs "$(nproc)" 
 volatile='git|[Hh]arness version|[Ww]all|CPU time|seconds|cpu_target|instruction set|[0-9.]+ s\b'
 failed=0
 for name in main_rpd_delays.md pipedream_delays.md; do
-  if diff <(grep -Ev "$volatile" "results/$name") <(grep -Ev "$volatile" "$tmp/$name") >"$tmp/$name.diff"; then
+  if diff <(grep -Ev "$volatile" "results/$name" | sed "/^$/d") <(grep -Ev "$volatile" "$tmp/$name" | sed "/^$/d") >"$tmp/$name.diff"; then
     echo "check_results: results/$name regenerates identically ($(grep -c '^|' "results/$name") table rows)"
   else
     echo "check_results: results/$name differs from what the code makes now:" >&2
@@ -32,5 +34,7 @@ for name in main_rpd_delays.md pipedream_delays.md; do
     failed=1
   fi
 done
+# every committed file states where it came from, and none changed since (results/PROVENANCE.md)
+python3 scripts/stamp_results.py --check || failed=1
 echo "check_results.sh: done in $(( $(date +%s) - start )) s" >&2
 exit $failed

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
@@ -28,35 +27,26 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from stale_analysis import AnalysisError, provenance, run_cli, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def run_one(binary, name, S, M, path):
-    if os.path.exists(path):
-        return
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    cmd = [binary, "schedule", name, "--stages", str(S), "--microbatches", str(M), "--out", path]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr.strip()}")
 
 
 def read_delays(path):
     with h5py.File(path, "r") as f:
         a = f["delay_summary"].attrs
         if int(a["steady_updates"]) == 0:
-            raise SystemExit(f"{path}: no steady-state updates (more micro-batches needed)")
+            raise AnalysisError(f"{path}: no steady-state updates (more micro-batches needed)")
         return int(a["steady_max_delay"]), float(a["steady_mean_delay"])
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("config", nargs="?", default=os.path.join(ROOT, "experiments", "delay_scaling.toml"))
     ap.add_argument("--bin", default=os.environ.get("STALE_BIN", os.path.join(ROOT, "build", "stale")))
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--root", default=ROOT, help="directory the config's output paths are relative to")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     with open(args.config, "rb") as fh:
         cfg = tomllib.load(fh)
@@ -65,11 +55,11 @@ def main():
     stages = sorted(int(s) for s in cfg["schedule"]["stages"])
     out = {k: os.path.join(args.root, v) for k, v in cfg["output"].items()}
     if not os.access(args.bin, os.X_OK):
-        raise SystemExit(f"{args.bin}: no stale binary there; build it or pass --bin / set STALE_BIN")
+        raise AnalysisError(f"{args.bin}: no stale binary there; build it or pass --bin / set STALE_BIN")
 
     paths = {S: os.path.join(out["runs"], f"{name}_S{S}.h5") for S in stages}
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for fut in [pool.submit(run_one, args.bin, name, S, per_stage * S, paths[S]) for S in stages]:
+        for fut in [pool.submit(runner.schedule, args.bin, name, S, per_stage * S, paths[S]) for S in stages]:
             fut.result()
 
     S = np.array(stages, dtype=float)
@@ -129,8 +119,9 @@ def main():
     lines += ["", f"![delay scaling]({os.path.basename(out['figure'])})", ""]
     with open(out["table"], "w") as fh:
         fh.write("\n".join(lines))
+    provenance.stamp([out["table"], out["figure"]], provenance.command_line(), os.path.dirname(out["table"]), args.bin)
     print(f"max ≈ {a:.6f}·S² − S/2, mean ≈ {b:.6f}·S²; wrote {out['figure']} and {out['table']}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

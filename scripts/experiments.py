@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import find_sweep, run_cli, select  # noqa: E402
+from stale_analysis.formatting import number  # noqa: E402
 from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
 
 # experiment part -> the sweep file that makes it (its stem is the default output folder)
@@ -39,7 +40,7 @@ def sweep_dir(root: str, part: str) -> str:
 
 
 def fmt(v):
-    return "inf" if not math.isfinite(v) else f"{v:.4g}"
+    return number(v, 4, missing="inf")
 
 
 def label_of(cfg: dict) -> str:

@@ -29,6 +29,7 @@ import numpy as np
 
 import stale
 from stale.analysis import grid_edge
+from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 D = 64
@@ -119,6 +120,7 @@ def main() -> int:
     ax.title.set_fontsize(9)
     ax.legend(fontsize="small")
     fig.savefig(a.out + ".png", dpi=120, bbox_inches="tight")
+    provenance.stamp([a.out + ".md", a.out + ".png"], provenance.command_line(), os.path.dirname(a.out) or ".", None)
     print(f"wrote {a.out}.md, {a.out}.png", file=sys.stderr)
     return 0
 

@@ -21,4 +21,5 @@ python3 scripts/plot_runs.py "$out" --group-by delay.max --label "δ" \
   -o results/main_rpd_delays.png
 python3 scripts/summarize_runs.py "$out" --group-by delay.max \
   --command "bash scripts/main.sh" -o results/main_rpd_delays.md
+python3 scripts/stamp_results.py --since "$start" --command "bash scripts/main.sh" >/dev/null
 echo "main.sh: done in $(( $(date +%s) - start )) s" >&2

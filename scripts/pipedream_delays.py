@@ -18,7 +18,6 @@ import argparse
 import os
 import resource
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ import matplotlib.ticker
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from stale_analysis import AnalysisError, provenance, run_cli, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = ("pipedream", "pipedream-capped")
@@ -43,17 +43,14 @@ PAPER_S4_ROW = (14, 11, 9, 6)
 
 
 def simulate(binary, name, S, path):
-    cmd = [binary, "schedule", name, "--stages", str(S), "--microbatches", str(PER_STAGE * S), "--out", path]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr.strip()}")
+    runner.schedule(binary, name, S, PER_STAGE * S, path, resume=False)
 
 
 def read(path):
     with h5py.File(path, "r") as f:
         g, a = f["delay_summary"], f["delay_summary"].attrs
         if int(a["steady_updates"]) == 0:
-            raise SystemExit(f"{path}: no steady-state updates (more micro-batches needed)")
+            raise AnalysisError(f"{path}: no steady-state updates (more micro-batches needed)")
         r = {
             "max": int(a["max_delay"]), "mean": float(a["mean_delay"]),
             "steady_max": int(a["steady_max_delay"]), "steady_mean": float(a["steady_mean_delay"]),
@@ -83,14 +80,14 @@ def pair_table(m):
     return lines
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.environ.get("STALE_BIN", os.path.join(ROOT, "build", "stale")))
     ap.add_argument("--out", default=os.path.join(ROOT, "results"))
     ap.add_argument("--jobs", type=int, default=1)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if not os.access(args.bin, os.X_OK):
-        raise SystemExit(f"{args.bin}: no stale binary there; build it or pass --bin / set STALE_BIN")
+        raise AnalysisError(f"{args.bin}: no stale binary there; build it or pass --bin / set STALE_BIN")
     wall0 = time.time()
 
     every_S = sorted(set(TABLE_S) | set(SCALING_S))
@@ -230,9 +227,10 @@ def main():
     md_path = os.path.join(args.out, "pipedream_delays.md")
     with open(md_path, "w") as fh:
         fh.write("\n".join(L))
+    provenance.stamp([md_path, fig_path], provenance.command_line(), args.out, args.bin)
     print(f"S² − S/2 {'survives' if survives else 'does not survive'} the caps; wrote {fig_path} and {md_path} "
           f"({cpu:.1f} s CPU)")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))

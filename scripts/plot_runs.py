@@ -4,6 +4,11 @@ docs/theory.md §3 (right) for one or more stale run files.
 
   scripts/plot_runs.py runs/*.h5 -o fig.png [--group-by delay.max[,method.name]]
                        [--where method.lr=0.015625 ...] [--x k|time] [--label δ]
+  scripts/plot_runs.py SWEEP_DIR --chosen-lr stable --group-by method.name,objective.stages --x time
+
+--chosen-lr keeps, of a sweep folder's step-size grid, only each configuration's γ chosen by
+scripts/stepsize.py's rule (stable or best; the same choice and grid-edge warnings), so
+methods are compared each at its own tuned step size in one command.
 
 Runs with the same values of the --group-by keys (e.g. seeds) are drawn as their median with
 a min–max band; without --group-by every file is its own curve. When the runs of a group
@@ -21,12 +26,26 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stale_analysis import (filter_runs, group_runs, is_diverged, load_runs, parse_keys,  # noqa: E402
-                            parse_where, run_cli)
+from stale_analysis import (AnalysisError, filter_runs, group_runs, is_diverged, load_runs,  # noqa: E402
+                            parse_keys, parse_where, run_cli, select, warn)
 from stale_analysis.plotting import band, caption, plt  # noqa: E402
 from stale_analysis.runs import progress_series, x_series  # noqa: E402
 
 X_AXES = {"k": ("block updates k", "block updates K"), "time": ("simulated time (slots)", "simulated time (slots)")}
+
+
+def chosen_paths(dirs, rule, x):
+    """the run files of each configuration's chosen step size, over the sweep folders in dirs"""
+    paths = set()
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise AnalysisError(f"plot_runs: --chosen-lr needs sweep folders, and {d} is a file")
+        for row in select(d, rule=rule, x=x):
+            if row["grid_edge"]:
+                warn(f"{d}: {', '.join(f'{k}={v}' for k, v in row['config'].items())}: the chosen γ = {row['lr']:g} "
+                     f"is the {row['grid_edge']} step size of the grid; widen the grid on that side")
+            paths.update(os.path.abspath(os.path.join(d, r["path"])) for r in row["rows"])
+    return paths
 
 
 def main(argv=None):
@@ -39,10 +58,15 @@ def main(argv=None):
     p.add_argument("--label", default=None, help="name shown for the (first) group-by key, e.g. δ")
     p.add_argument("--title", default=None)
     p.add_argument("--no-bound", action="store_true", help="do not draw the bound")
+    p.add_argument("--chosen-lr", choices=["stable", "best"], default=None,
+                   help="sweep folders only: keep each configuration's step size chosen by this rule (stepsize.py)")
     a = p.parse_args(argv)
 
     keys = parse_keys(a.group_by)
     runs = filter_runs(load_runs(a.runs), parse_where(a.where))
+    if a.chosen_lr:
+        chosen = chosen_paths(a.runs, a.chosen_lr, a.x)
+        runs = [r for r in runs if os.path.abspath(r.path) in chosen]
     for r in runs:
         x_series(r, a.x)  # one-line error before anything is drawn
     groups = group_runs(runs, keys)

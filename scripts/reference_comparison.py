@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import stale
+from stale_analysis import provenance  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis.formatting import number  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EXP = os.path.join(ROOT, "experiments")
@@ -54,7 +56,7 @@ def final(run) -> float:
 
 
 def fmt(v: float) -> str:
-    return "diverges" if not np.isfinite(v) else f"{v:.3g}"
+    return number(float(v), 3, missing="diverges")
 
 
 def main() -> int:
@@ -89,6 +91,7 @@ def main() -> int:
     with open(a.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    provenance.stamp([a.out], provenance.command_line(), os.path.dirname(a.out) or ".", None)
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 

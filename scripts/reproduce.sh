@@ -44,3 +44,4 @@ echo "== figures and tables" >&2
 python3 scripts/figures.py >/dev/null
 wall=$(( $(date +%s) - start ))
 echo "reproduce.sh: wall time ${wall} s on $(nproc) cores" | tee results/reproduce_wall_time.txt
+python3 scripts/stamp_results.py --since "$start" --command "bash scripts/reproduce.sh" >/dev/null

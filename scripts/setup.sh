@@ -24,4 +24,19 @@ if ! python3 -c "import numpy, h5py, matplotlib, pandas, pytest, scikit_build_co
   python3 -m pip install -q -r scripts/requirements.txt 2>/dev/null ||
     python3 -m pip install -q --break-system-packages -r scripts/requirements.txt
 fi
+# PyTorch for stale.torch and its tests (tests/python/test_stage_model_torch.py, skipped without it;
+# STALE_TORCH=0 skips this). pip, not Debian's python3-torch: that is 1.13 (no torch.func), built
+# against Debian's numpy 1.x, which the numpy 2 from requirements.txt shadows. Give the PyTorch
+# project's CPU wheel index in STALE_TORCH_INDEX (README "Your own model": pip's default index works
+# too, but its Linux wheel pulls the CUDA libraries: 5.2 GB installed). Measured costs:
+# results/PERFORMANCE.md, "PyTorch stages".
+if [[ ${STALE_TORCH:-1} != 0 ]] && ! python3 -c "import torch" 2>/dev/null; then
+  echo "setup: installing torch${STALE_TORCH_INDEX:+ from $STALE_TORCH_INDEX}" >&2
+  torch_args=(-q "torch>=2.0")
+  [[ -n ${STALE_TORCH_INDEX:-} ]] && torch_args+=(--index-url "$STALE_TORCH_INDEX")
+  # torch is optional: without it stale.torch's tests report skipped, so a failed install (no
+  # network, no disk for its 5.2 GB) is a warning, not the end of set-up
+  python3 -m pip install "${torch_args[@]}" 2>/dev/null || python3 -m pip install --break-system-packages "${torch_args[@]}" ||
+    echo "setup: warning: torch could not be installed; stale.torch's tests will report skipped" >&2
+fi
 echo "setup: dependencies present" >&2

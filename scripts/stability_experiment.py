@@ -37,6 +37,7 @@ import tempfile
 
 import h5py
 import numpy as np
+from stale_analysis import provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -76,9 +77,8 @@ def run_one(stale: str, overrides: list[str], gamma: float, updates: int, log_ev
     # log.divergence = 0: the run goes on to its end (only a non-finite value stops it), so the
     # per-period growth is measured over the whole run; this script applies its own
     # divergence criterion to the logged f − f_*
-    cmd = [stale, "run", BASE, *overrides, f"method.lr={gamma!r}", f"method.updates={updates}",
-           f"log.every={log_every}", "log.divergence=0", "--out", path, "--quiet", "--force"]
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    runner.run(stale, BASE, *overrides, f"method.lr={gamma!r}", f"method.updates={updates}", f"log.every={log_every}",
+               "log.divergence=0", out=path, force=True)
     with h5py.File(path, "r") as f:
         status = f.attrs["status"]
         status = status.decode() if isinstance(status, bytes) else status
@@ -212,6 +212,9 @@ def main() -> int:
 
     write_table(all_cases, rows, os.path.join(args.out, "stability_table.md"))
     plot(all_cases, rows, os.path.join(args.out, "stability_phase.png"))
+    provenance.stamp([os.path.join(args.out, n) for n in ("stability_runs.csv", "stability_gamma_max.csv",
+                                                          "stability_table.md", "stability_phase.png")],
+                     provenance.command_line(), args.out, args.stale)
     return 0
 
 

@@ -79,6 +79,10 @@ cd "$root"
 bash scripts/install_python.sh
 # the notebook-style example: the main figure from Python
 MPLBACKEND=Agg python3 examples/quickstart.py --out "${BUILD_DIR:-build}/quickstart_example.png" >/dev/null
+# the PyTorch example (README "Your own model"), where setup.sh could install torch; its runs go to build/runs/
+if python3 -c "import torch" 2>/dev/null; then
+  (cd "${BUILD_DIR:-build}" && MPLBACKEND=Agg python3 "$root/examples/torch_mlp.py" >/dev/null)
+fi
 # the analysis scripts and the Python package (tests/python, pytest); exit code 5 = no tests collected, which is a failure here too
 STALE_BIN="${BUILD_DIR:-build}/stale" python3 -m pytest -q tests/python || { rc=$?; [[ $rc -eq 5 ]] && echo "test.sh: pytest collected no tests" >&2; exit "$rc"; }
 echo "test.sh: total $(( $(date +%s) - start )) s" >&2

@@ -29,4 +29,5 @@ export MPLBACKEND=Agg
 for a in nonconvex charlm tuned delta-regime stages-regime localsgd-sh; do
   python3 scripts/audits.py "$a" >/dev/null
 done
+python3 scripts/stamp_results.py --since "$start" --command "bash scripts/theory.sh" >/dev/null
 echo "theory.sh: wall time $(( $(date +%s) - start )) s on $(nproc) cores" >&2

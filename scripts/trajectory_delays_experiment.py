@@ -41,7 +41,6 @@ import json
 import math
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -51,6 +50,8 @@ matplotlib.use("Agg")
 import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from stale_analysis import provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis.formatting import number  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
@@ -75,13 +76,8 @@ EXACT = ["fixed", "gradient"]  # rerun with the exact mean (log.exact_mean = tru
 
 def run_one(stale: str, out: str, obj: str, method: str, cond: str, seed: int, exact: bool = False) -> str:
     path = os.path.join(out, f"{obj}_{method}_{cond}_s{seed}{'_exact' if exact else ''}.h5")
-    if os.path.exists(path):
-        return path
-    cmd = [stale, "run", OBJECTIVES[obj]["base"], f"method.name={method}", f"seed={seed}", *CONDITIONS[cond],
-           *(["log.exact_mean=true"] if exact else []), "--out", path, "--quiet"]
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    return path
+    return runner.run(stale, OBJECTIVES[obj]["base"], f"method.name={method}", f"seed={seed}", *CONDITIONS[cond],
+                      *(["log.exact_mean=true"] if exact else []), out=path, resume=True, threads=1, cwd=ROOT)
 
 
 def load(path: str) -> dict:
@@ -152,9 +148,23 @@ def mean_over_seeds(rows, obj, method, cond, key):
     return (float(np.mean(v)), float(np.min(v)), float(np.max(v))) if v else (math.nan, math.nan, math.nan)
 
 
+# what each condition means, for the figures' one shared legend (the report's "Conditions" says more)
+CONDITION_LABEL = {
+    "fixed": "fixed slot costs (reference)",
+    "data": "data-coupled: op time ∝ its mini-batch's size",
+    "gradient": "gradient-coupled: op time ∝ (‖g_j‖/‖g_j,0‖)²",
+    **{f"pareto{a:g}": f"stragglers: p = 0.1, Pareto α = {a:g}" for a in ALPHAS},
+}
+WINDOW = {"logistic": 128, "charlm": 60}  # updates per /delay_moments window (the configs' log cadence)
+
+
 def plot_moments(runs, path):
+    """4 rows (objective × method) × 3 moments; the fixed-cost run's steady value as a dotted
+    reference line in every panel, and one legend for the whole figure."""
     panels = [(o, m) for o in OBJECTIVES for m in METHODS]
-    fig, axes = plt.subplots(len(panels), 3, figsize=(13, 3.0 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 3, figsize=(13, 2.6 * len(panels) + 1.2), squeeze=False)
+    moments = (("mean", block_mean, "mean delay (mean over blocks)"), ("second", block_mean, "second moment E d²"),
+               ("max", lambda a: a.max(axis=1), "max delay (any block)"))
     for i, (obj, method) in enumerate(panels):
         conds = CONDITIONS if obj == "logistic" else CHARLM_CONDITIONS
         for cond in conds:
@@ -162,16 +172,27 @@ def plot_moments(runs, path):
             if r is None:
                 continue
             k = r["k_end"]
-            for j, (key, f) in enumerate((("mean", block_mean), ("second", block_mean), ("max", lambda a: a.max(axis=1)))):
-                axes[i, j].plot(k, f(r[key]), color=COLOR[cond], lw=1.2 if cond == "fixed" else 0.9, label=cond)
-        axes[i, 0].set_ylabel(f"{OBJECTIVES[obj]['label']}, {METHODS[method]}")
-    for j, title in enumerate(("mean delay per window (mean over blocks)", "second moment E d² per window",
-                               "max delay per window (any block)")):
-        axes[0, j].set_title(title, fontsize=10)
+            for j, (key, f, _) in enumerate(moments):
+                y = f(r[key])
+                axes[i, j].plot(k, y, color=COLOR[cond], lw=1.6 if cond == "fixed" else 0.9, label=CONDITION_LABEL[cond],
+                                zorder=3 if cond == "fixed" else 2)
+                if cond == "fixed" and len(y) > 2:  # the steady state, warm-up and drain windows left out
+                    axes[i, j].axhline(float(np.median(y[1:-1])), color="k", ls=":", lw=0.8, zorder=1)
+        for j, (_, _, what) in enumerate(moments):
+            axes[i, j].set_title(f"{OBJECTIVES[obj]['label']}, {METHODS[method]}: {what}", fontsize=9)
+            axes[i, j].tick_params(labelsize=8)
+        axes[i, 0].set_ylabel(f"per window of {WINDOW[obj]} updates", fontsize=8)
+    for j in range(3):
         axes[-1, j].set_xlabel("block updates k")
-    axes[0, 2].legend(fontsize=7, ncol=2)
-    fig.suptitle("delay moments along training, seed 0 (windows of 128 updates; char-GPT 60)", fontsize=11)
-    fig.tight_layout()
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    handles["fixed costs' steady value"] = plt.Line2D([], [], color="k", ls=":", lw=0.8)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=4, fontsize=8, frameon=False)
+    fig.suptitle("Delay moments along training under trajectory-dependent op times (seed 0; "
+                 "logistic w7a S = 8, char-GPT S = 6)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.06, 1, 0.98))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -221,11 +242,7 @@ def plot_pareto(rows, path):
 
 
 def fmt(x, p=3):
-    if isinstance(x, str):
-        return x
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "–"
-    return f"{x:.{p}g}"
+    return number(x, p, missing="–")
 
 
 def write_report(rows, exact_rows, cpu_seconds, wall, path):
@@ -383,6 +400,7 @@ def main() -> int:
     ap.add_argument("--out", default=os.path.join(ROOT, "runs", "trajectory_delays"))
     ap.add_argument("--stale", default=os.path.join(ROOT, "build", "stale"))
     args = ap.parse_args()
+    started = time.time()
     os.makedirs(args.out, exist_ok=True)
     jobs = []
     for obj, spec in OBJECTIVES.items():
@@ -427,6 +445,7 @@ def main() -> int:
     plot_pareto(rows, os.path.join(RESULTS, "trajectory_delays_pareto.png"))
     write_report(rows, exact_rows, cpu_seconds, wall, os.path.join(RESULTS, "TRAJECTORY_DELAYS.md"))
     print(f"{len(jobs) + len(exact_jobs)} runs, {cpu_seconds:.0f} CPU s, {wall:.0f} s wall → results/TRAJECTORY_DELAYS.md")
+    provenance.stamp_since(started, provenance.command_line(), RESULTS, args.stale)
     return 0
 
 

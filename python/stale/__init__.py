@@ -5,6 +5,7 @@
     r.metrics.tail()              # pandas DataFrame: k, subopt, grad_norm_sq, bound, ...
     r.iterates, r.delays          # numpy arrays, as the run file would hold them
     stale.run(cfg, X=X, y=y)      # least squares / logistic regression on your own arrays
+    stale.run(cfg, model=m)       # your own stage-wise model (stale.StageModel, stale.torch)
     stale.schedule("pipedream", stages=4, microbatches=16).delays
     stale.sweep("experiments/e1_sweep.toml", out="sweeps/e1", jobs=2)   # the index DataFrame
     stale.stability(cfg, lr=[0.01, 0.02])                              # ρ and γ_max
@@ -18,8 +19,9 @@ message. The C++ work runs with the interpreter lock released.
 """
 from ._stale import ConfigError, git_sha, version as __version__
 from .results import Run, load, load_sweep
-from .api import objective, run, schedule, stability, sweep, Schedule
+from .api import components, objective, run, schedule, stability, sweep, Schedule
+from .model import StageModel, batch_offsets
 from . import analysis
 
-__all__ = ["ConfigError", "Run", "Schedule", "analysis", "load", "load_sweep", "objective", "run", "schedule", "stability", "sweep",
+__all__ = ["ConfigError", "Run", "Schedule", "StageModel", "analysis", "batch_offsets", "components", "load", "load_sweep", "objective", "run", "schedule", "stability", "sweep",
            "__version__", "git_sha"]

@@ -12,8 +12,8 @@ from .config import resolve, sweep_toml
 from .results import Run, load, load_sweep
 
 
-def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, progress=False, drop_unread=False,
-        **overrides) -> Run:
+def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resume=None, force=False, progress=False,
+        drop_unread=False, **overrides) -> Run:
     """Run one config in this process and return its Run.
 
     config: a TOML path or a dict (None: the defaults); overrides: config keys as keyword
@@ -25,7 +25,23 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, prog
     least squares (objective.name = "quadratic") or logistic regression on these arrays instead
     of a generator; X is used as float64 (a Fortran-ordered float64 X is copied once, straight
     into the model's matrix), labels ±1 or 0/1 for logistic.
+
+    model: a stage-wise model defined in Python (stale.StageModel, or stale.torch.TorchStages
+    over PyTorch modules; README "Your own model"): every method runs on it; the config's
+    objective.name becomes "python" and objective.stages the model's stage count.
+    resume: a RUN.h5.partial to continue from its checkpoint (as `stale run --resume`; its
+    config is the run's, `config` and overrides are not read); a run of a Python model needs
+    the same model again. Returns the finished run file's Run.
     """
+    from .model import _Driver
+    driver = None
+    if model is not None:
+        driver = model if isinstance(model, _Driver) else _Driver(model)
+    if resume is not None:
+        if config is not None or overrides:
+            raise _stale.ConfigError("stale.run: resume= continues the .partial's own config; pass no config or overrides")
+        fields = _stale.run("", "", [], "", bool(force), bool(progress), False, model=driver, resume=os.fspath(resume))
+        return load(fields["path"])
     path, text, assigns = resolve(config, overrides)
     arrays = {}
     if X is not None or y is not None:
@@ -38,7 +54,7 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, force=False, prog
         if w_true is not None:
             arrays["w_true"] = np.ravel(np.asarray(w_true, dtype=np.float64))
     fields = _stale.run(path, text, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
-                        bool(drop_unread), **arrays)
+                        bool(drop_unread), **arrays, model=driver)
     if out is not None:
         return load(fields["path"])
     return Run(fields)
@@ -161,3 +177,10 @@ def objective(config=None, **overrides) -> dict:
     sizes."""
     path, text, assigns = resolve(config, overrides)
     return _stale.objective(path, text, assigns)
+
+
+def components() -> dict:
+    """The registered components, as `stale list` prints them: {"methods": [{name, kind,
+    schedule, stash, summary}], "delays": [{name, keys, summary}], "objectives": [{name,
+    summary}]}. Tests loop over it, so that a new method is covered without an edit."""
+    return _stale.components()

@@ -12,6 +12,7 @@ from .grouping import Group, filter_runs, group_runs, parse_keys, parse_where, s
 from .sweeps import axes_of, find_sweep, group_rows, mean_curve, read_index
 from .stepsize import THRESHOLDS, choose, grid_edge, is_stable, select, tail_stats
 from .fits import fit_exponent, fit_exponent_seeds_points, positive_tail
+from . import provenance, runner
 from .schema import INDEX_RESULTS, METRIC_NAMES, METRICS, Metric, axis_label, metric_info
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "axes_of", "find_sweep", "group_rows", "mean_curve", "read_index",
     "THRESHOLDS", "choose", "grid_edge", "is_stable", "select", "tail_stats",
     "fit_exponent", "fit_exponent_seeds_points", "positive_tail",
+    "provenance", "runner",
     "INDEX_RESULTS", "METRIC_NAMES", "METRICS", "Metric", "axis_label", "metric_info",
 ]

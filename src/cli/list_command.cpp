@@ -7,6 +7,7 @@
 #include "delays/delay_registry.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
+#include "optimizers/update_rule.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/schedule.hpp"
 
@@ -60,6 +61,16 @@ std::vector<Row> objective_rows() {
   return out;
 }
 
+std::vector<Row> rule_rows() {
+  std::vector<Row> out;
+  for (const auto& e : UpdateRuleRegistry::entries())
+    out.push_back({e.name, e.state_per_coordinate > 0 ? "state: " + std::to_string(static_cast<int>(e.state_per_coordinate)) +
+                                                            " per coordinate"
+                                                      : "",
+                   join(e.keys), e.summary});
+  return out;
+}
+
 std::vector<Row> schedule_rows() {
   std::vector<Row> out;
   for (const auto& s : schedule_catalog()) {
@@ -76,7 +87,8 @@ std::vector<Row> schedule_rows() {
 
 const std::vector<std::pair<std::string, std::vector<Row> (*)()>>& families() {
   static const std::vector<std::pair<std::string, std::vector<Row> (*)()>> f = {
-      {"methods", method_rows}, {"delays", delay_rows}, {"objectives", objective_rows}, {"schedules", schedule_rows}};
+      {"methods", method_rows}, {"delays", delay_rows}, {"objectives", objective_rows}, {"schedules", schedule_rows},
+      {"rules", rule_rows}};
   return f;
 }
 
@@ -89,8 +101,8 @@ std::string escape_md(const std::string& s) {
 }  // namespace
 
 void add_list_command(CLI::App& app) {
-  auto* l = app.add_subcommand("list", "every registered method, delay model, objective and schedule");
-  l->add_option("family", g.family, "methods | delays | objectives | schedules (default: all)");
+  auto* l = app.add_subcommand("list", "every registered method, delay model, objective, schedule and update rule");
+  l->add_option("family", g.family, "methods | delays | objectives | schedules | rules (default: all)");
   l->add_flag("--markdown", g.markdown, "print the README's table");
 }
 

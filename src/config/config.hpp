@@ -29,10 +29,41 @@ struct KeySpec {
   // names a component: the valid values are its registry's (set_choice_source), checked where
   // the registry is linked; a program of the lower layers alone accepts any name here
   bool registry_choices = false;
+  // declared by a component in its own file (add_component_keys), not in schema.cpp's table;
+  // left out of a sweep run's name while at its default, so that adding a component renames
+  // no existing run
+  bool component_owned = false;
 };
 
-// The schema: every key the harness knows, in README table order.
+// The schema: every key the harness knows, in README table order: schema.cpp's table, with the
+// keys components declare in their own files placed after the last key of their section, in
+// name order.
 const std::vector<KeySpec>& config_schema();
+
+// Keys a component reads that no other component does, declared in the component's own file
+// beside its registry entry, so that a new component with keys of its own is one file:
+//   const bool keys = add_component_keys({keys::IntList("delay.profile", {}, "…", 0)});
+// Call only at static initialisation (before main). A key already in the schema is a program
+// error.
+bool add_component_keys(std::vector<KeySpec> specs);
+
+// The builders of KeySpecs, for schema.cpp's table and for add_component_keys.
+namespace keys {
+KeySpec Int(std::string k, int64_t d, std::string m, std::optional<double> lo = std::nullopt,
+            std::optional<double> hi = std::nullopt);
+KeySpec Float(std::string k, double d, std::string m, std::optional<double> lo = std::nullopt,
+              bool lo_exclusive = false, std::optional<double> hi = std::nullopt);
+// [lo, hi): a bound the value must stay below
+KeySpec FloatBelow(std::string k, double d, std::string m, double lo, double hi);
+KeySpec Str(std::string k, std::string d, std::string m, std::vector<std::string> choices = {});
+// a key that names a component: its valid values are the registry's (set_choice_source), never
+// a list here, so that a new component is one file with no edit to the schema
+KeySpec Component(std::string k, std::string d, std::string m);
+KeySpec FloatList(std::string k, std::vector<double> d, std::string m, double lo);
+// a list of integers (each ≥ lo), stored as doubles like every list (Config::get_floats)
+KeySpec IntList(std::string k, std::vector<double> d, std::string m, double lo);
+KeySpec Bool(std::string k, bool d, std::string m);
+}  // namespace keys
 
 // The valid values of a String key: its schema choices, or — for keys that name a component
 // (method.name, delay.name, objective.name, …) — the names in that component family's

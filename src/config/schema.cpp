@@ -1,34 +1,33 @@
 // The one list of config keys. The README's key table is generated from it
 // (`stale keys --markdown`) and a test checks that the README holds every key.
 // Top-level keys come first (TOML requires them before any [section]).
+#include <algorithm>
+#include <stdexcept>
+
 #include "src/config/config.hpp"
 
 namespace stale {
 
-namespace {
-KeySpec Int(std::string k, int64_t d, std::string m, std::optional<double> lo = std::nullopt,
-            std::optional<double> hi = std::nullopt) {
+namespace keys {
+KeySpec Int(std::string k, int64_t d, std::string m, std::optional<double> lo, std::optional<double> hi) {
   return {std::move(k), KeyType::Int, d, std::move(m), {}, lo, hi};
 }
-KeySpec Float(std::string k, double d, std::string m, std::optional<double> lo = std::nullopt,
-              bool lo_exclusive = false, std::optional<double> hi = std::nullopt) {
+KeySpec Float(std::string k, double d, std::string m, std::optional<double> lo, bool lo_exclusive,
+              std::optional<double> hi) {
   KeySpec s{std::move(k), KeyType::Float, d, std::move(m), {}, lo, hi};
   s.min_exclusive = lo_exclusive;
   return s;
 }
-// [lo, hi): a bound the value must stay below
 KeySpec FloatBelow(std::string k, double d, std::string m, double lo, double hi) {
   KeySpec s = Float(std::move(k), d, std::move(m), lo, false, hi);
   s.max_exclusive = true;
   return s;
 }
-KeySpec Str(std::string k, std::string d, std::string m, std::vector<std::string> choices = {}) {
+KeySpec Str(std::string k, std::string d, std::string m, std::vector<std::string> choices) {
   KeySpec s{std::move(k), KeyType::String, std::move(d), std::move(m)};
   s.choices = std::move(choices);
   return s;
 }
-// a key that names a component: its valid values are the registry's (set_choice_source), never
-// a list here, so that a new component is one file with no edit to this one
 KeySpec Component(std::string k, std::string d, std::string m) {
   KeySpec s = Str(std::move(k), std::move(d), std::move(m));
   s.registry_choices = true;
@@ -40,14 +39,77 @@ KeySpec FloatList(std::string k, std::vector<double> d, std::string m, double lo
   s.scalar_or_list = true;
   return s;
 }
+KeySpec IntList(std::string k, std::vector<double> d, std::string m, double lo) {
+  KeySpec s{std::move(k), KeyType::IntList, std::move(d), std::move(m)};
+  s.min = lo;
+  return s;
+}
 KeySpec Bool(std::string k, bool d, std::string m) { return KeySpec{std::move(k), KeyType::Bool, d, std::move(m)}; }
+}  // namespace keys
+
+namespace {
+using namespace keys;
+
+std::vector<KeySpec>& component_keys() {
+  static std::vector<KeySpec> specs;
+  return specs;
+}
+
+const std::vector<KeySpec>& table();
 }  // namespace
+
+bool add_component_keys(std::vector<KeySpec> specs) {
+  for (auto& s : specs) {
+    for (const auto& t : table())
+      if (t.key == s.key) throw std::logic_error("add_component_keys: " + s.key + " is already in schema.cpp's table");
+    for (const auto& t : component_keys())
+      if (t.key == s.key) throw std::logic_error("add_component_keys: " + s.key + " is declared twice");
+    s.component_owned = true;
+    component_keys().push_back(std::move(s));
+  }
+  return true;
+}
+
+// schema.cpp's table with the component keys after the last key of their section (name order,
+// so that the order does not depend on which file's static initialisation ran first). Built
+// again only when a component added keys since: all of them register before main, so after
+// main the schema never changes and every thread only reads it.
+const std::vector<KeySpec>& config_schema() {
+  static std::vector<KeySpec> merged;
+  static size_t merged_extra = static_cast<size_t>(-1);
+  const auto& extra = component_keys();
+  if (merged_extra == extra.size()) return merged;
+  std::vector<KeySpec> sorted = extra;
+  std::sort(sorted.begin(), sorted.end(), [](const KeySpec& a, const KeySpec& b) { return a.key < b.key; });
+  auto section = [](const std::string& k) {
+    const auto dot = k.find('.');
+    return dot == std::string::npos ? std::string() : k.substr(0, dot);
+  };
+  std::vector<KeySpec> out;
+  const auto& base = table();
+  std::vector<bool> placed(sorted.size(), false);
+  for (size_t i = 0; i < base.size(); ++i) {
+    out.push_back(base[i]);
+    const std::string sec = section(base[i].key);
+    if (i + 1 < base.size() && section(base[i + 1].key) == sec) continue;
+    for (size_t j = 0; j < sorted.size(); ++j)
+      if (!placed[j] && section(sorted[j].key) == sec) out.push_back(sorted[j]), placed[j] = true;
+  }
+  for (size_t j = 0; j < sorted.size(); ++j)  // a section of its own goes last
+    if (!placed[j]) out.push_back(sorted[j]);
+  merged = std::move(out);
+  merged_extra = extra.size();
+  return merged;
+}
 
 // Upper bounds on integer keys: what is read as a 32-bit int (sizes, counts) stops at
 // 2^31 − 1, counts of updates and cadences at 10^12, and S at 10^6, so that K·S and every
 // product the runner forms stays far inside int64. Memory is the resource estimate's job
 // (src/run/resource_estimate.hpp), not these bounds.
-const std::vector<KeySpec>& config_schema() {
+namespace {
+using namespace keys;
+
+const std::vector<KeySpec>& table() {
   static const std::vector<KeySpec> schema = {
       Int("seed", 0, "base seed; every random stream (data, batches, stages, delays, noise) derives from it", 0),
       Str("backend", "auto", "where objectives evaluate: auto = cuda when compiled in and a device is present, else cpu",
@@ -103,7 +165,7 @@ const std::vector<KeySpec>& config_schema() {
       Int("method.replicas", 0, "localsgd: replicas R (0 = S)", 0, 2147483647.0),
       Int("method.local_steps", 0, "localsgd: local steps H per round (0 = 1)", 0, 2147483647.0),
       Int("method.chunks", 0, "interleaved: model chunks v per device (0 = 2); objective.stages counts chunks", 0, 2147483647.0),
-      Str("method.optimizer", "sgd", "per-block update rule", {"sgd", "momentum", "adamw"}),
+      Component("method.optimizer", "sgd", "per-block update rule (`stale list` describes each)"),
       Float("method.momentum", 0.9, "momentum: β of the heavy-ball velocity", 0.0, false, 1.0),
       FloatBelow("method.beta1", 0.9, "adamw: β₁", 0.0, 1.0),
       FloatBelow("method.beta2", 0.999, "adamw: β₂", 0.0, 1.0),
@@ -183,5 +245,6 @@ const std::vector<KeySpec>& config_schema() {
   };
   return schema;
 }
+}  // namespace
 
 }  // namespace stale

@@ -1,5 +1,6 @@
 #include "src/run/config_rules.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -8,6 +9,7 @@
 #include "objectives/data/libsvm.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
+#include "optimizers/update_rule.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/schedule.hpp"
 
@@ -64,10 +66,10 @@ std::string readers_of(const Config& cfg, const std::string& key) {
         for (const auto& k : g.keys)
           if (k == key) add("objective.generator = " + g.name + " (" + e.name + ")");
     }
-  } else if (key == "method.momentum") {
-    add("method.optimizer = momentum");
-  } else if (key == "method.beta1" || key == "method.beta2" || key == "method.eps" || key == "method.weight_decay") {
-    add("method.optimizer = adamw");
+  } else if (std::any_of(UpdateRuleRegistry::entries().begin(), UpdateRuleRegistry::entries().end(),
+                         [&](const UpdateRuleEntry& e) { return std::count(e.keys.begin(), e.keys.end(), key) > 0; })) {
+    for (const auto& e : UpdateRuleRegistry::entries())
+      if (std::count(e.keys.begin(), e.keys.end(), key)) add("method.optimizer = " + e.name);
   } else if (key == "method.lr_min") {
     add("method.lr_schedule = cosine");
   } else if (key == "costs.coupling") {
@@ -127,9 +129,8 @@ std::vector<std::pair<std::string, std::string>> unread_keys(const Config& cfg) 
     }
   }
   // the update rule and the step-size schedule
-  const std::string& opt = cfg.get_string("method.optimizer");
-  if (opt == "momentum") read.insert("method.momentum");
-  if (opt == "adamw") read.insert({"method.beta1", "method.beta2", "method.eps", "method.weight_decay"});
+  const UpdateRuleEntry& rule = update_rule_entry(cfg.get_string("method.optimizer"));
+  read.insert(rule.keys.begin(), rule.keys.end());
   if (cfg.get_string("method.lr_schedule") == "cosine") read.insert("method.lr_min");
 
   // the true reason where there is one: a method that reads no delay model at all

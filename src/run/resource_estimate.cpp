@@ -8,6 +8,7 @@
 #include "delays/delay_registry.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
+#include "optimizers/update_rule.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/pipeline/schedule.hpp"
@@ -91,8 +92,7 @@ ResourceEstimate estimate_resources(const Config& cfg) {
   e.memory.insert(e.memory.end(), fp.memory.begin(), fp.memory.end());
 
   if (d > 0) {
-    const std::string& opt = cfg.get_string("method.optimizer");
-    const double state = opt == "adamw" ? 2.0 : opt == "momentum" ? 1.0 : 0.0;
+    const double state = update_rule_entry(cfg.get_string("method.optimizer")).state_per_coordinate;
     if (delay_driven && delay.versions_held) {
       const double versions = delay.versions_held(cfg, S);
       e.memory.push_back({"version store",

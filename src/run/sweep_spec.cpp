@@ -76,6 +76,8 @@ std::string config_hash(const Config& cfg) {
     if (spec.key == "log.out" || spec.key == "log.progress" || spec.key == "objective.data_dir" ||
         spec.key == "log.flush_seconds")
       continue;
+    // a component's own key at its default: adding a component (and its keys) renames no run
+    if (spec.component_owned && cfg.value_text(spec.key) == value_to_string(spec.fallback)) continue;
     text += spec.key + "=" + cfg.value_text(spec.key) + "\n";
   }
   char buf[17];

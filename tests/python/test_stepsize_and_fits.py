@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -138,3 +139,26 @@ def test_stepsize_cli_unknown_lr_key_is_one_line(tmp_path):
     assert "'method.rate' is not an axis" in r.stderr
     r = script("stepsize.py", tmp_path / "nowhere")
     assert r.returncode == 2 and "not a sweep folder" in r.stderr
+
+
+def test_plot_runs_chosen_lr_draws_each_configurations_chosen_step_size_only(tmp_path):
+    # δ = 8 is best at γ = 0.02 (interior), δ = 30 at the grid's largest 0.04 (warned about)
+    points = []
+    for delta in (8, 30):
+        for lr in (0.01, 0.02, 0.04):
+            better = {0.01: 0.6, 0.02: 0.0, 0.04: 0.4} if delta == 8 else {0.01: 0.6, 0.02: 0.3, 0.04: 0.0}
+            for seed in (0, 1):
+                points.append(({"delay.max": delta, "method.lr": lr, "seed": seed}, decaying(1.0 + better[lr]), "ok"))
+    d = write_sweep(tmp_path / "sw", points)
+    out = tmp_path / "chosen.png"
+    r = script("plot_runs.py", d, "--chosen-lr", "stable", "--group-by", "delay.max", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert out.exists()
+    warnings_ = [x for x in r.stderr.splitlines() if x.startswith("warning:")]
+    assert len(warnings_) == 1 and "delay.max=30" in warnings_[0] and "largest" in warnings_[0]
+    # the groups are one (δ, γ) each: the legend names the chosen γ, so no group mixes step sizes
+    assert "mixed" not in r.stderr
+    # a run file instead of a sweep folder is a one-line error
+    one = os.path.join(d, "runs", "r0.h5")
+    r = script("plot_runs.py", one, "--chosen-lr", "stable", "-o", tmp_path / "x.png")
+    assert r.returncode == 2 and "needs sweep folders" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -162,7 +162,9 @@ TEST_CASE("KeysThatNameAComponentChooseFromItsRegistry") {
     CHECK(std::find(names.begin(), names.end(), std::get<std::string>(spec.fallback)) != names.end());
     ++keys;
   }
-  CHECK(keys == 5);  // objective.name, objective.generator, method.name, delay.name, delay.schedule
+  CHECK(keys == 6);  // objective.name, objective.generator, method.name, method.optimizer, delay.name, delay.schedule
   Config cfg;
   CHECK_THROWS_WITH_AS(cfg.apply_override("method.name=\"pipedreem\""), doctest::Contains("pipedream"), UserError);
+  CHECK_THROWS_WITH_AS(cfg.apply_override("method.optimizer=\"adam\""), doctest::Contains("sgd, momentum, nesterov, adamw"),
+                       UserError);
 }

@@ -1,0 +1,225 @@
+// A stage-wise objective defined in Python: the C++ Objective calls of python/stage_model_objective.hpp
+// turned into calls of the driver (python/stale/model.py), one interpreter-lock acquisition each.
+#include "python/stage_model_objective.hpp"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "src/core/error.hpp"
+
+namespace nb = nanobind;
+
+namespace stale {
+
+namespace {
+
+// what the driver hands back: float64 or float32, C order (model.py makes it so)
+using InArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+using InArray32 = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
+
+// What a Python stage keeps from its forward pass: the model's own cache object. Released
+// with the interpreter lock held: the executor drops caches with the lock released.
+struct PythonStageCache final : StageCache {
+  explicit PythonStageCache(nb::object o) : obj(std::move(o)) {}
+  ~PythonStageCache() override {
+    nb::gil_scoped_acquire gil;
+    obj.reset();
+  }
+  nb::object obj;
+};
+
+// a copy of an activation (held as [width × rows], see the header) as the C-order numpy array
+// [rows × width] the caller owns: the same bytes, one memcpy; in float32 when the model asks for
+// it (model.py's activation_dtype), cast in the same pass
+template <class M>
+nb::object owned_numpy(M* owned) {
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<M*>(p); });
+  const size_t shape[2] = {static_cast<size_t>(owned->cols()), static_cast<size_t>(owned->rows())};
+  using T = typename M::Scalar;
+  return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<2>>(owned->data(), 2, shape, owner), nb::rv_policy::reference);
+}
+nb::object activation_to_numpy(const Mat& a, bool f32) {
+  return f32 ? owned_numpy(new MatF(a.cast<float>())) : owned_numpy(new Mat(a));
+}
+
+// a view of the harness's vector, valid during the call (no copy)
+nb::object view(const double* p, Index n) {
+  const size_t shape[1] = {static_cast<size_t>(n)};
+  return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<1>>(const_cast<double*>(p), 1, shape, nb::handle()),
+                  nb::rv_policy::reference);
+}
+
+// the n values of a float64 or float32 C-order array into out (float32 cast in the copy)
+void copy_values(nb::handle h, double* out, size_t n, const char* what) {
+  InArray a;
+  if (nb::try_cast(h, a, false)) {
+    STALE_CHECK(a.size() == n, "the driver checks sizes");
+    std::memcpy(out, a.data(), sizeof(double) * n);
+    return;
+  }
+  InArray32 f;
+  if (!nb::try_cast(h, f, false))
+    throw UserError(std::string("python model: ") + what +
+                    " is not a float64 or float32 array in C order (stale.model's driver converts it)");
+  STALE_CHECK(f.size() == n, "the driver checks sizes");
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(f.data()[i]);
+}
+
+// a C-order [rows × width] array into the activation [width × rows]: one pass
+void array_to_mat(nb::handle h, Mat& out, const char* what) {
+  const nb::tuple shape = nb::cast<nb::tuple>(h.attr("shape"));
+  STALE_CHECK(shape.size() == 2, "the driver returns activations as 2-D arrays");
+  out.resize(nb::cast<Index>(shape[1]), nb::cast<Index>(shape[0]));
+  copy_values(h, out.data(), static_cast<size_t>(out.size()), what);
+}
+
+void array_to_vec(nb::handle h, VecRef out, const char* what) {
+  copy_values(h, out.data(), static_cast<size_t>(out.size()), what);
+}
+
+double as_double(nb::handle h) { return nb::cast<double>(h); }
+
+}  // namespace
+
+StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : driver_(std::move(driver)), seed_(seed) {
+  nb::gil_scoped_acquire gil;
+  const nb::dict info = nb::cast<nb::dict>(driver_.attr("prepare")(seed));
+  std::vector<Index> sizes;
+  for (nb::handle h : info["block_sizes"]) sizes.push_back(nb::cast<Index>(h));
+  std::vector<Index> offsets{0};
+  for (Index n : sizes) offsets.push_back(offsets.back() + n);
+  blocks_ = BlockPartition(offsets);
+  const Index d = blocks_.dim();
+  for (nb::handle h : info["rows"]) rows_.push_back(nb::cast<Index>(h));
+  for (Index r : rows_) samples_ += r;
+  input_width_ = nb::cast<Index>(info["input_width"]);
+  description_ = nb::cast<std::string>(info["description"]);
+  has_validation_ = nb::cast<bool>(info["has_validation"]);
+  f32_ = nb::cast<std::string>(info["activation_dtype"]) == "float32";
+  w0_.resize(d);
+  array_to_vec(info["w0"], w0_, "the initial point");
+  const nb::dict c = nb::cast<nb::dict>(info["constants"]);
+  auto num = [&](const char* key) {
+    return c.contains(key) ? nb::cast<double>(c[key]) : std::numeric_limits<double>::quiet_NaN();
+  };
+  constants_.L = num("L");
+  constants_.L_exact = c.contains("L_exact") && nb::cast<bool>(c["L_exact"]);
+  constants_.mu = c.contains("mu") ? num("mu") : 0.0;
+  constants_.f_star = num("f_star");
+  constants_.f_low = num("f_low");
+  constants_.f_star_is_lower_bound = c.contains("f_star_is_lower_bound") && nb::cast<bool>(c["f_star_is_lower_bound"]);
+  if (c.contains("f_star_method")) constants_.f_star_method = nb::cast<std::string>(c["f_star_method"]);
+  if (c.contains("w_star")) {
+    Vec ws(d);
+    array_to_vec(c["w_star"], ws, "constants()['w_star']");
+    constants_.w_star = std::move(ws);
+  }
+}
+
+StageModelObjective::~StageModelObjective() {
+  nb::gil_scoped_acquire gil;
+  driver_.reset();
+}
+
+Mat StageModelObjective::input_activation(int m) const {
+  nb::gil_scoped_acquire gil;
+  Mat a;
+  array_to_mat(driver_.attr("input")(m), a, "input(m)");
+  return a;
+}
+
+void StageModelObjective::stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                                        std::unique_ptr<StageCache>& cache) const {
+  nb::gil_scoped_acquire gil;
+  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("forward")(s, m, activation_to_numpy(in, f32_), view(w_s.data(), w_s.size())));
+  array_to_mat(r[0], out, "forward's output");
+  cache = std::make_unique<PythonStageCache>(nb::borrow(r[1]));
+}
+
+double StageModelObjective::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
+  nb::gil_scoped_acquire gil;
+  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("loss")(m, activation_to_numpy(last, f32_)));
+  array_to_mat(r[1], grad_last, "loss's gradient");
+  return as_double(r[0]);
+}
+
+void StageModelObjective::stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache,
+                                         VecRef grad_w_s, Mat& grad_in) const {
+  nb::gil_scoped_acquire gil;
+  const auto* c = dynamic_cast<const PythonStageCache*>(cache);
+  STALE_CHECK(c != nullptr, "a backward pass after its stage's forward pass");
+  const nb::tuple r = nb::cast<nb::tuple>(
+      driver_.attr("backward")(s, m, activation_to_numpy(grad_out, f32_), view(w_s.data(), w_s.size()), c->obj));
+  array_to_vec(r[0], grad_w_s, "backward's parameter gradient");
+  array_to_mat(r[1], grad_in, "backward's input gradient");
+}
+
+double StageModelObjective::pipeline(const Vec& z, int m, Vec* grad, int lowest) const {
+  const int S = stages();
+  std::vector<std::unique_ptr<StageCache>> caches(static_cast<size_t>(S));
+  Mat act = input_activation(m), next;
+  for (int s = 0; s < S; ++s) {
+    stage_forward(s, m, act, blocks_.block(z, s), next, caches[static_cast<size_t>(s)]);
+    act.swap(next);
+  }
+  Mat g, g_in;
+  const double loss = loss_forward_backward(m, act, g);
+  if (!grad) return loss;
+  for (int s = S - 1; s >= lowest; --s) {
+    stage_backward(s, m, g, blocks_.block(z, s), caches[static_cast<size_t>(s)].get(), blocks_.block(*grad, s), g_in);
+    caches[static_cast<size_t>(s)].reset();
+    g.swap(g_in);
+  }
+  return loss;
+}
+
+double StageModelObjective::batch_value_grad(const Vec& z, int m, Vec& grad) const {
+  grad.resize(dim());
+  return pipeline(z, m, &grad, 0);
+}
+
+void StageModelObjective::batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const {
+  thread_local Vec grad;
+  grad.resize(dim());
+  pipeline(z, m, &grad, s);
+  g_s = blocks_.block(grad, s);
+}
+
+double StageModelObjective::value(const Vec& w) const {
+  double f = 0;
+  for (int m = 0; m < num_batches(); ++m) f += pipeline(w, m, nullptr, 0);
+  return f / num_batches();
+}
+
+double StageModelObjective::value_grad(const Vec& w, Vec& grad) const {
+  grad = Vec::Zero(dim());
+  Vec g(dim());
+  double f = 0;
+  for (int m = 0; m < num_batches(); ++m) {
+    f += pipeline(w, m, &g, 0);
+    grad += g;
+  }
+  grad /= static_cast<double>(num_batches());
+  return f / num_batches();
+}
+
+Vec StageModelObjective::initial_point(uint64_t seed) const {
+  if (seed == seed_) return w0_;
+  nb::gil_scoped_acquire gil;
+  Vec w(dim());
+  array_to_vec(driver_.attr("initial_point")(seed), w, "initial_params(seed)");
+  return w;
+}
+
+double StageModelObjective::validation_loss(const Vec& w) const {
+  if (!has_validation_) return std::numeric_limits<double>::quiet_NaN();
+  nb::gil_scoped_acquire gil;
+  return as_double(driver_.attr("validation_loss")(view(w.data(), w.size())));
+}
+
+}  // namespace stale

@@ -1,0 +1,81 @@
+#pragma once
+// A stage-wise objective defined in Python (README "Your own model"): the user's stages, loss
+// and data (python/stale/model.py, stale.StageModel) seen through the C++ Objective interface,
+// so that every method, schedule, version store, observer and run file of the harness drives
+// it unchanged. Each call takes the interpreter lock (the run itself releases it).
+//
+// What crosses the boundary, and why:
+//  - a stage's parameters w_s (and the full w for a validation loss) go to Python as numpy
+//    views of the harness's own storage, no copy: they are valid for the call only;
+//  - activations and their gradients are copied into an array Python owns: a model keeps its
+//    input in its cache for the backward pass, long after the executor freed that Mat;
+//  - everything Python returns is copied into the harness's Mat / Vec (one copy per op).
+// An activation is held transposed, as the Mat [width × rows], whose column-major storage is
+// numpy's C-order [rows × width]: each copy is one memcpy (or one cast, for a float32 model). (The transposing copies of a
+// [rows × width] Mat were the largest cost of a run of 512-wide stages: results/PERFORMANCE.md,
+// "PyTorch stages".) Methods only move activations between this objective's own calls, so
+// their layout is its own; activation_width() is the input's width.
+// The Python side (model.py's driver) checks shapes, sizes and dtypes and raises
+// stale.ConfigError with one line; a Python exception propagates unchanged out of the run,
+// and the run file is removed (RunSession::abort), as for any failed run.
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "objectives/objective.hpp"
+
+namespace stale {
+
+class StageModelObjective final : public Objective {
+ public:
+  // `driver`: a stale.model._Driver around the user's model; `seed`: the run's seed (its
+  // initial point and the dropout streams of stale.torch). Calls driver.prepare(seed), which
+  // probes batch 0 through every stage (shape, size and finiteness checks) before any file exists.
+  StageModelObjective(nanobind::object driver, uint64_t seed);
+  ~StageModelObjective() override;
+
+  std::string name() const override { return "python"; }
+  std::string description() const override { return description_; }
+  int num_batches() const override { return static_cast<int>(rows_.size()); }
+  Index num_samples() const override { return samples_; }
+  Index batch_rows(int m) const override { return rows_[static_cast<size_t>(m)]; }
+  // activations differ in width from stage to stage; only the ensemble column calls read this,
+  // and a Python model never runs in a lockstep ensemble (its registry entry says so)
+  Index activation_width() const override { return input_width_; }
+
+  // f = (1/M) Σ_m f_m and its gradient, every batch through the pipeline at w
+  double value(const Vec& w) const override;
+  double value_grad(const Vec& w, Vec& grad) const override;
+  double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
+  // forward through every stage, backward from the last stage down to s
+  void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
+
+  void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                     std::unique_ptr<StageCache>& cache) const override;
+  double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const override;
+  void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache, VecRef grad_w_s,
+                      Mat& grad_in) const override;
+  Mat input_activation(int m) const override;
+
+  Vec initial_point(uint64_t seed) const override;
+  double validation_loss(const Vec& w) const override;
+
+ private:
+  // batch m's loss at z and, when grad is given, the gradient of blocks lowest..S-1 written
+  // into grad (stages below `lowest` skip their backward)
+  double pipeline(const Vec& z, int m, Vec* grad, int lowest) const;
+
+  nanobind::object driver_;
+  std::vector<Index> rows_;
+  Index samples_ = 0;
+  Index input_width_ = 1;
+  std::string description_;
+  bool has_validation_ = false;
+  bool f32_ = false;  // activations go to Python as float32 (the model's activation_dtype)
+  Vec w0_;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace stale

@@ -1,0 +1,271 @@
+"""Your own model under exact pipeline staleness: a stage-wise objective defined in Python.
+
+Subclass `StageModel` (or let `stale.torch.TorchStages` build one from PyTorch modules) and
+pass it to `stale.run(config, model=...)`: the harness's own methods, schedules, version store,
+metrics observer and run file drive it, as they drive the built-in objectives. The model is
+
+    f(w) = (1/M) Σ_m f_m(w),   f_m = loss_m(stage_{S-1}( … stage_0(input_m; w_0) …; w_{S-1}))
+
+over a fixed partition of the data into M mini-batches (m = 0 … M-1), w = (w_0, …, w_{S-1})
+one flat float64 block per stage. What a subclass provides:
+
+    stages: int                                  S
+    num_batches: int                             M
+    initial_params(seed) -> [w_0, …, w_{S-1}]    one 1-D array per stage (their sizes are the blocks)
+    batch_rows(m) -> int                         samples in batch m (the loss is the batch's mean)
+    input(m) -> array (rows, …)                  the activation entering stage 0
+    forward(s, m, x, w_s) -> (out, cache)        out: (rows, …); cache: anything backward needs
+    backward(s, m, grad_out, w_s, cache) -> (grad_w_s, grad_in)
+    loss(m, last) -> (loss, grad_last)           the batch's mean loss and d loss / d last
+    validation_loss(blocks) -> float             optional: held-out loss (/metrics/val_loss)
+    start(seed)                                  optional: told the run's seed before anything else
+    constants() -> dict                          optional: L, L_exact, mu, f_star, f_low, w_star,
+                                                 f_star_method, f_star_is_lower_bound
+
+Why backward gets w_s again: methods without weight stashing (pipedream-nostash, paci,
+pipemare) run a stage's backward pass with the weights as they are when it runs, which differ
+from those its forward pass saw; `cache` holds what the forward pass computed. w_s is a
+read-only view of the harness's storage, valid during the call only (copy it to keep it).
+Activations arrive as C-ordered float64 arrays the model may keep (in its cache); a model with
+`activation_dtype = "float32"` gets them in float32 (the harness keeps them in float64; the
+cast happens in the copy). Results may be float32 or float64 (other types become float64).
+
+Checks (each a one-line stale.ConfigError, raised before any run file exists where the probe of
+batch 0 at the initial point finds it): a stage whose output changes shape between calls (rows
+follow the batch), gradients whose shapes or sizes do not match, a stage without parameters,
+empty batches, a non-finite loss at the initial point. A loss that becomes non-finite during
+the run is not an error: the run ends with status "diverged" (log.divergence), a recorded result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._stale import ConfigError
+
+
+class StageModel:
+    """Base class of a stage-wise model defined in Python (see the module's docstring)."""
+
+    stages: int = 0
+    num_batches: int = 0
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def initial_params(self, seed: int):
+        raise NotImplementedError
+
+    def batch_rows(self, m: int) -> int:
+        raise NotImplementedError
+
+    def input(self, m: int):
+        raise NotImplementedError
+
+    def forward(self, s: int, m: int, x, w_s):
+        raise NotImplementedError
+
+    def backward(self, s: int, m: int, grad_out, w_s, cache):
+        raise NotImplementedError
+
+    def loss(self, m: int, last):
+        raise NotImplementedError
+
+    # validation_loss(blocks) is optional: defined only by models with a held-out set
+    def constants(self) -> dict:
+        return {}
+
+
+def batch_offsets(n: int, batch_size: int) -> np.ndarray:
+    """The harness's fixed partition of n samples into M = n // batch_size near-equal batches
+    (objectives/linear_data.cpp partition_batches: the first n mod M batches get one sample more):
+    M + 1 offsets. A partition that cannot be made is a one-line stale.ConfigError."""
+    n, batch_size = int(n), int(batch_size)
+    if batch_size < 1:
+        raise ConfigError(f"batch_size = {batch_size}: a batch holds at least one sample; give 1 ≤ batch_size ≤ {n}")
+    if n < batch_size:
+        raise ConfigError(f"batch_size = {batch_size} exceeds the {n} samples; give 1 ≤ batch_size ≤ {n}")
+    M = n // batch_size
+    sizes = np.full(M, n // M, dtype=np.int64)
+    sizes[: n % M] += 1
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+_CONSTANT_KEYS = {"L", "L_exact", "mu", "f_star", "f_low", "w_star", "f_star_method", "f_star_is_lower_bound"}
+
+
+def _name(model) -> str:
+    """the model's name: its `name`, else its class's (a model need not subclass StageModel)"""
+    return str(getattr(model, "name", None) or type(model).__name__)
+
+
+def _fail(model, what: str):
+    raise ConfigError(f"python model {_name(model)}: {what}")
+
+
+def _c_order(a) -> np.ndarray:
+    """a as a C-ordered float64 array, or float32 where it is one: the C++ side casts a float32
+    array while copying it, one pass instead of two"""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a, dtype=a.dtype if a.dtype in (np.float32, np.float64) else np.float64)
+
+
+def _pair(model, result, call: str, names: str):
+    """the two results a call returns, or a one-line error naming the call"""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        _fail(model, f"{call} returned {type(result).__name__}; return the pair ({names})")
+    return result
+
+
+class _Driver:
+    """The C++ objective's counterpart (python/stage_model_objective.cpp calls it): converts
+    between the model's arrays and the harness's float64 2-D activations, and checks what the
+    model returns. One per run."""
+
+    def __init__(self, model):
+        self.model = model
+        for attr in ("stages", "num_batches"):
+            v = getattr(model, attr, None)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                _fail(model, f"{attr} = {v!r}; give a positive integer")
+        for attr in ("initial_params", "batch_rows", "input", "forward", "backward", "loss"):
+            if not callable(getattr(model, attr, None)):
+                _fail(model, f"has no method {attr}(); see stale.StageModel")
+        self.stages = int(model.stages)
+        self.M = int(model.num_batches)
+        self.sizes: list[int] = []
+        self.rows: list[int] = []
+        self.in_shape: list[tuple | None] = [None] * (self.stages + 1)  # feature shape entering stage s (S: the loss)
+        self.read_only = not getattr(model, "_writable_views", False)
+        self.activation_dtype = str(getattr(model, "activation_dtype", "float64"))
+        if self.activation_dtype not in ("float64", "float32"):
+            _fail(model, f"activation_dtype = {self.activation_dtype!r}; valid: 'float64', 'float32'")
+
+    # ---- shapes: a stage's output keeps its shape between calls (its rows follow the batch)
+    def _features(self, s: int, a: np.ndarray, m: int, what: str) -> tuple:
+        if a.ndim < 1 or a.shape[0] != self.rows[m]:
+            _fail(self.model, f"{what} has shape {a.shape} for batch {m}; its first axis must be the batch's "
+                              f"{self.rows[m]} rows (batch_rows({m}))")
+        feat = tuple(a.shape[1:])
+        if self.in_shape[s] is None:
+            self.in_shape[s] = feat
+        elif self.in_shape[s] != feat:
+            _fail(self.model, f"{what} has shape {a.shape} for batch {m}, earlier (rows, {', '.join(map(str, self.in_shape[s]))}); "
+                              "a stage's output must keep its shape between calls")
+        return feat
+
+    def _flat(self, a: np.ndarray, m: int) -> np.ndarray:
+        return _c_order(a).reshape(self.rows[m], -1)
+
+    def _shaped(self, s: int, x: np.ndarray, m: int) -> np.ndarray:
+        return x.reshape((self.rows[m],) + self.in_shape[s])
+
+    def _view(self, w):
+        if self.read_only:
+            w.flags.writeable = False
+        return w
+
+    # ---- the calls of python/stage_model_objective.cpp
+    def input(self, m: int) -> np.ndarray:
+        a = np.asarray(self.model.input(m))
+        self._features(0, a, m, "input(m)")
+        return self._flat(a, m)
+
+    def forward(self, s: int, m: int, x: np.ndarray, w_s: np.ndarray):
+        out, cache = _pair(self.model, self.model.forward(s, m, self._shaped(s, x, m), self._view(w_s)),
+                           f"forward({s}, m, x, w_s)", "out, cache")
+        out = np.asarray(out)
+        self._features(s + 1, out, m, f"stage {s}'s output")
+        return self._flat(out, m), cache
+
+    def loss(self, m: int, last: np.ndarray):
+        value, grad = _pair(self.model, self.model.loss(m, self._shaped(self.stages, last, m)), "loss(m, last)",
+                            "loss, grad_last")
+        grad = np.asarray(grad)
+        if grad.shape != (self.rows[m],) + self.in_shape[self.stages]:
+            _fail(self.model, f"loss({m}, last) returned a gradient of shape {grad.shape}; expected last's shape "
+                              f"{(self.rows[m],) + self.in_shape[self.stages]}")
+        return float(value), self._flat(grad, m)
+
+    def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
+        g_w, g_in = _pair(self.model, self.model.backward(s, m, self._shaped(s + 1, grad_out, m), self._view(w_s), cache),
+                          f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
+        g_w = _c_order(np.asarray(g_w)).reshape(-1)
+        if g_w.size != self.sizes[s]:
+            _fail(self.model, f"backward of stage {s} returned {g_w.size} parameter gradients; the stage has "
+                              f"{self.sizes[s]} parameters")
+        g_in = np.asarray(g_in) if g_in is not None else np.zeros((self.rows[m],) + self.in_shape[s])
+        if g_in.shape != (self.rows[m],) + self.in_shape[s]:
+            _fail(self.model, f"backward of stage {s} returned an input gradient of shape {g_in.shape}; expected the "
+                              f"input's shape {(self.rows[m],) + self.in_shape[s]}")
+        return g_w, self._flat(g_in, m)
+
+    def initial_point(self, seed: int) -> np.ndarray:
+        blocks = self.model.initial_params(int(seed))
+        if isinstance(blocks, np.ndarray) and blocks.ndim == 1:
+            _fail(self.model, "initial_params(seed) returned one vector; return one 1-D array per stage")
+        blocks = [np.ascontiguousarray(b, dtype=np.float64).reshape(-1) for b in blocks]
+        if len(blocks) != self.stages:
+            _fail(self.model, f"initial_params(seed) returned {len(blocks)} blocks for {self.stages} stages; "
+                              "return one array per stage")
+        sizes = [b.size for b in blocks]
+        for s, n in enumerate(sizes):
+            if n == 0:
+                _fail(self.model, f"stage {s} has no parameters; every stage is a block of w: merge it into a neighbour")
+        if self.sizes and sizes != self.sizes:
+            _fail(self.model, f"initial_params(seed) returned blocks of sizes {sizes}, earlier {self.sizes}")
+        self.sizes = sizes
+        w = np.concatenate(blocks)
+        if not np.all(np.isfinite(w)):
+            _fail(self.model, "initial_params(seed) holds a non-finite value")
+        return w
+
+    def validation_loss(self, w: np.ndarray) -> float:
+        offsets = np.concatenate([[0], np.cumsum(self.sizes)])
+        w = self._view(w)
+        return float(self.model.validation_loss([w[offsets[s]:offsets[s + 1]] for s in range(self.stages)]))
+
+    def prepare(self, seed: int) -> dict:
+        """What the C++ objective needs, after a probe of batch 0 through every stage at the
+        initial point (forward, loss, backward): the model's shape, size and finiteness
+        errors surface here, before the run file exists."""
+        self.rows = []
+        if callable(getattr(self.model, "start", None)):
+            self.model.start(int(seed))  # optional: the run's seed (stale.torch seeds its dropout streams with it)
+        w0 = self.initial_point(seed)
+        for m in range(self.M):
+            r = self.model.batch_rows(m)
+            if not isinstance(r, (int, np.integer)) or r < 1:
+                _fail(self.model, f"batch_rows({m}) = {r!r}: the data cannot be partitioned into {self.M} non-empty "
+                                  "batches; give fewer batches (num_batches) or more samples")
+            self.rows.append(int(r))
+        offsets = np.concatenate([[0], np.cumsum(self.sizes)])
+        x = self.input(0)
+        caches = []
+        for s in range(self.stages):
+            w_s = w0[offsets[s]:offsets[s + 1]].copy()
+            x, c = self.forward(s, 0, x, w_s)
+            caches.append(c)
+        value, g = self.loss(0, x)
+        if not np.isfinite(value):
+            _fail(self.model, f"loss of batch 0 at the initial point is {value}; a model must start from a finite loss")
+        for s in reversed(range(self.stages)):
+            w_s = w0[offsets[s]:offsets[s + 1]].copy()
+            g_w, g = self.backward(s, 0, g, w_s, caches[s])
+            if not np.all(np.isfinite(g_w)):
+                _fail(self.model, f"stage {s}'s parameter gradient at the initial point is not finite")
+        constants = dict(self.model.constants() or {})
+        unknown = set(constants) - _CONSTANT_KEYS
+        if unknown:
+            _fail(self.model, f"constants() has unknown keys {sorted(unknown)}; valid: {sorted(_CONSTANT_KEYS)}")
+        if "w_star" in constants:
+            constants["w_star"] = np.ascontiguousarray(constants["w_star"], dtype=np.float64).reshape(-1)
+            if constants["w_star"].size != w0.size:
+                _fail(self.model, f"constants()['w_star'] has {constants['w_star'].size} entries, w has {w0.size}")
+        desc = str(getattr(self.model, "description", "") or "")
+        return {"block_sizes": self.sizes, "rows": self.rows, "input_width": int(np.prod(self.in_shape[0] or (1,))),
+                "description": f"python model {_name(self.model)}" + (f": {desc}" if desc else ""),
+                "has_validation": callable(getattr(self.model, "validation_loss", None)),
+                "activation_dtype": self.activation_dtype,
+                "w0": w0, "constants": constants}

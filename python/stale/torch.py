@@ -1,0 +1,265 @@
+"""stale.torch: PyTorch modules as the stages of a stale.StageModel (pip install 'stale[torch]').
+
+    import torch, stale, stale.torch
+    net = torch.nn.Sequential(block0, block1, block2, block3)        # one child per stage
+    model = stale.torch.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=32)
+    stale.run({"method.name": "pipedream", "method.lr": 0.05}, model=model)
+
+Stage s is the s-th child of an nn.Sequential (or the s-th module of a list); its parameters, in
+named_parameters() order, are block s of the harness's w, and autograd gives the backward pass.
+The data (X, y) are split into the harness's fixed batches (stale.batch_offsets: M = n //
+batch_size near-equal parts); `loss_fn(out, y_m)` must return the batch's mean loss.
+
+How the harness's weights reach the module: torch.func.functional_call with parameters that
+are views of one flat tensor per stage. A forward pass copies w_s into that tensor (once, O(d_s):
+autograd keeps it until the backward pass, and the harness's storage of w_s is freed
+meanwhile); the backward pass views the harness's w_s in place (torch.from_numpy) and writes it
+into the same tensor without autograd's version check, so that methods without weight stashing
+differentiate with the weights of the backward pass and the activations of the forward pass,
+as PipeDream does. In float64 on the CPU nothing else is copied; float32 casts at the boundary.
+
+Initial point: the modules' own parameters as handed over (every seed starts there), or, with
+init="reset", each submodule's reset_parameters() under torch.manual_seed(seed).
+Dropout: every stage's forward pass draws from a generator seeded by (run seed, stage, batch),
+so f_m is one deterministic function, the same in a resumed run, and f = (1/M) Σ f_m is what
+the metrics measure (validation_loss runs in eval mode, without dropout).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.func import functional_call
+
+from ._stale import ConfigError
+from .model import StageModel, batch_offsets
+
+_DROPOUT = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d, torch.nn.AlphaDropout,
+            torch.nn.FeatureAlphaDropout)
+
+
+def _stream(seed: int, stage: int, batch: int) -> int:
+    """The dropout seed of (run seed, stage, batch): splitmix64 of the three, so that nearby
+    triples give unrelated streams."""
+    z = (int(seed) * 0x9E3779B97F4A7C15 + (int(stage) + 1) * 0xBF58476D1CE4E5B9 + (int(batch) + 1) * 0x94D049BB133111EB)
+    z &= (1 << 64) - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
+    return (z ^ (z >> 31)) & ((1 << 63) - 1)
+
+
+class TorchStages(StageModel):
+    """PyTorch modules as a stage-wise model (see the module's docstring).
+
+    stages: nn.Sequential (one child per stage) or a list of modules; data: (X, y) arrays or
+    tensors, n rows each (integer X, e.g. token ids, stays integer for stage 0); loss_fn(out,
+    y_m) -> scalar mean loss; batch_size: the partition's batch size; validation: optional
+    (X_val, y_val); dtype: torch.float64 or torch.float32; device: "cpu" or "cuda"; init:
+    "module" (the parameters as handed over) or "reset"; name, description: recorded in the run
+    file's /objective; constants: what is known of f (stale.StageModel.constants), e.g.
+    {"f_low": 0.0} for a non-negative loss, which gives the bound its Δ₀ = f(w_0) − f_low."""
+
+    _writable_views = True  # the adapter copies w_s before autograd may keep it (see above)
+
+    def __init__(self, stages, data, loss_fn, *, batch_size: int, validation=None, dtype=torch.float64,
+                 device="cpu", init: str = "module", name: str | None = None, description: str = "",
+                 constants: dict | None = None):
+        modules = list(stages.children()) if isinstance(stages, torch.nn.Sequential) else list(stages)
+        if not modules or not all(isinstance(m, torch.nn.Module) for m in modules):
+            raise ConfigError("stale.torch: stages must be an nn.Sequential or a list of nn.Module, one per stage")
+        if dtype not in (torch.float32, torch.float64):
+            raise ConfigError(f"stale.torch: dtype = {dtype}; valid: torch.float32, torch.float64")
+        if init not in ("module", "reset"):
+            raise ConfigError(f"stale.torch: init = {init!r}; valid: 'module' (the parameters as handed over), 'reset'")
+        self.device = torch.device(device)
+        self.dtype = dtype
+        # activations reach the stages in the model's dtype: no cast on the torch side (integer
+        # inputs, token ids, stay float64 on the way: exact up to 2^53, not float32's 2^24)
+        self.activation_dtype = "float32" if dtype == torch.float32 and torch.is_floating_point(torch.as_tensor(data[0][:1])) else "float64"
+        self.init = init
+        self.modules = [m.to(device=self.device, dtype=dtype).train() for m in modules]
+        self.stages = len(modules)
+        self._names, self._shapes, self._sizes = [], [], []
+        for s, mod in enumerate(self.modules):
+            named = list(mod.named_parameters())
+            for pname, p in named:
+                if not p.requires_grad:
+                    raise ConfigError(f"stale.torch: stage {s}'s parameter '{pname}' does not require grad; stale trains "
+                                      "every parameter of a stage: set requires_grad=True, or make it a buffer")
+            if not named:
+                raise ConfigError(f"stale.torch: stage {s} ({type(mod).__name__}) has no parameters; every stage is a "
+                                  "block of w: merge it into a neighbouring stage")
+            self._names.append([n for n, _ in named])
+            self._shapes.append([p.shape for _, p in named])
+            self._sizes.append([p.numel() for _, p in named])
+        self._dropout = [any(isinstance(x, _DROPOUT) for x in mod.modules()) for mod in self.modules]
+        X, y = data
+        self.X = torch.as_tensor(X, device=self.device)
+        if self.X.is_floating_point():
+            self.X = self.X.to(dtype)
+        self.y = torch.as_tensor(y, device=self.device)
+        if self.y.is_floating_point():
+            self.y = self.y.to(dtype)
+        if len(self.X) != len(self.y):
+            raise ConfigError(f"stale.torch: X has {len(self.X)} rows, y has {len(self.y)}; give one label row per sample")
+        self.offsets = batch_offsets(len(self.X), batch_size)
+        self.num_batches = len(self.offsets) - 1
+        self.loss_fn = loss_fn
+        self.validation = None
+        if validation is not None:
+            Xv, yv = validation
+            Xv = torch.as_tensor(Xv, device=self.device)
+            yv = torch.as_tensor(yv, device=self.device)
+            self.validation = (Xv.to(dtype) if Xv.is_floating_point() else Xv, yv.to(dtype) if yv.is_floating_point() else yv)
+        else:
+            self.validation_loss = None  # no held-out set: the driver sees no validation_loss
+        self._name = name or "TorchStages"
+        self.description = description or " → ".join(type(m).__name__ for m in modules)
+        self.seed = 0
+        self._constants = dict(constants or {})
+
+    def constants(self) -> dict:
+        return self._constants
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    # ---- the StageModel calls
+    def start(self, seed: int):
+        self.seed = int(seed)
+
+    def initial_params(self, seed: int):
+        if self.init == "reset":
+            torch.manual_seed(int(seed))
+            for mod in self.modules:
+                for sub in mod.modules():
+                    if hasattr(sub, "reset_parameters"):
+                        sub.reset_parameters()
+        return [torch.cat([p.detach().reshape(-1) for p in mod.parameters()]).to(torch.float64).cpu().numpy()
+                for mod in self.modules]
+
+    def batch_rows(self, m: int) -> int:
+        return int(self.offsets[m + 1] - self.offsets[m])
+
+    def input(self, m: int):
+        return self.X[self.offsets[m]:self.offsets[m + 1]].cpu().numpy()
+
+    def _tensor(self, a: np.ndarray, dtype=None) -> torch.Tensor:
+        return torch.from_numpy(a).to(device=self.device, dtype=dtype or self.dtype)
+
+    def _params(self, s: int, flat: torch.Tensor) -> dict:
+        out, off = {}, 0
+        for name, shape, n in zip(self._names[s], self._shapes[s], self._sizes[s]):
+            out[name] = flat[off:off + n].view(shape)
+            off += n
+        return out
+
+    def _call(self, s: int, m: int, params: dict, x: torch.Tensor) -> torch.Tensor:
+        if self._dropout[s] and self.modules[s].training:
+            cuda = self.device.type == "cuda"
+            with torch.random.fork_rng(devices=[self.device] if cuda else []):
+                # the generator of the stage's device only: torch.manual_seed would also queue a
+                # CUDA seeding, capturing a stack trace per call (a millisecond) where CUDA is unused
+                if cuda:
+                    torch.cuda.manual_seed(_stream(self.seed, s, m))
+                else:
+                    torch.random.default_generator.manual_seed(_stream(self.seed, s, m))
+                return functional_call(self.modules[s], params, (x,))
+        return functional_call(self.modules[s], params, (x,))
+
+    def forward(self, s: int, m: int, x: np.ndarray, w_s: np.ndarray):
+        if s == 0 and not self.X.is_floating_point():
+            x_t = self._tensor(x, self.X.dtype)  # token ids: exact in float64 below 2^53
+        else:
+            x_t = self._tensor(x).requires_grad_(s > 0)
+        flat = torch.tensor(w_s, dtype=self.dtype, device=self.device).requires_grad_(True)  # the one copy (see above)
+        out = self._call(s, m, self._params(s, flat), x_t)
+        return out.detach().cpu().numpy(), (x_t, flat, out)
+
+    def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
+        x_t, flat, out = cache
+        flat.data.copy_(torch.from_numpy(w_s))  # the backward pass's weights; autograd's saved views see them
+        inputs = [flat, x_t] if x_t.requires_grad else [flat]
+        grads = torch.autograd.grad(out, inputs, self._tensor(grad_out).view(out.shape), allow_unused=True)
+        g_w = grads[0] if grads[0] is not None else torch.zeros_like(flat)
+        g_in = grads[1] if len(grads) > 1 else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
+        return g_w.detach().cpu().numpy(), (g_in.detach().cpu().numpy() if g_in is not None else None)
+
+    def loss(self, m: int, last: np.ndarray):
+        last_t = self._tensor(last).requires_grad_(True)
+        value = self.loss_fn(last_t, self.y[self.offsets[m]:self.offsets[m + 1]])
+        (g,) = torch.autograd.grad(value, [last_t])
+        return float(value.detach()), g.detach().cpu().numpy()
+
+    def validation_loss(self, blocks) -> float:
+        Xv, yv = self.validation
+        with torch.no_grad():
+            for mod in self.modules:
+                mod.eval()
+            try:
+                a = Xv
+                for s, w_s in enumerate(blocks):
+                    flat = torch.as_tensor(np.asarray(w_s), device=self.device).to(self.dtype)
+                    a = functional_call(self.modules[s], self._params(s, flat), (a,))
+                return float(self.loss_fn(a, yv))
+            finally:
+                for mod in self.modules:
+                    mod.train()
+
+
+class _LinearStage(torch.nn.Module):
+    """a ← a + X[:, cols] w over the activation [X | a]: the data ride along with the activation,
+    since a module sees only its input"""
+
+    def __init__(self, d: int, cols: slice, size: int):
+        super().__init__()
+        self.d, self.cols = d, cols
+        self.weight = torch.nn.Parameter(torch.zeros(size, dtype=torch.float64))
+
+    def forward(self, x):
+        X, a = x[:, :self.d], x[:, self.d:]
+        return torch.cat([X, a + (X[:, self.cols] @ self.weight).unsqueeze(1)], dim=1)
+
+
+def least_squares_stages(config=None, *, dtype=torch.float64, constants: bool = True, **overrides) -> TorchStages:
+    """The built-in least-squares objective of a `quadratic` config as PyTorch stages (the
+    oracle of stale.least_squares.LeastSquaresStages, through autograd): stage s adds X_m[:, block s]
+    w_s to the last column of the activation [X_m | a], the loss is (1/2 n_m)‖a − y_m‖²."""
+    from .api import objective
+    o = objective(config, **overrides)
+    X, y = o["X"], o["y"]
+    sizes = [int(n) for n in o["block_sizes"]]
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    d = X.shape[1]
+    stages = [_LinearStage(d, slice(int(edges[s]), int(edges[s + 1])), sizes[s]) for s in range(len(sizes))]
+    data = np.concatenate([X, np.zeros((len(X), 1))], axis=1)
+    offsets = o["batch_offsets"]
+    model = TorchStages(stages, (data, y), lambda out, y_m: 0.5 * torch.mean((out[:, -1] - y_m) ** 2),
+                        batch_size=len(X) // (len(offsets) - 1), dtype=dtype,  # n // (n // M) = M batches
+                        name="TorchLeastSquares", description="least squares (1/2n)||Xw - y||^2 as S torch stages")
+    if not np.array_equal(model.offsets, offsets):
+        raise ValueError("least_squares_stages: the batch partition differs from the built-in objective's")
+    model._constants = ({"L": o["L"], "L_exact": o["L_exact"], "mu": o["mu"], "f_star": o["f_star"],
+                         "f_star_method": o["f_star_method"], "w_star": o["w_star"]} if constants else {"f_low": 0.0})
+    return model
+
+
+def charlm_stages(config=None, *, dtype=torch.float64, **overrides) -> TorchStages:
+    """The char-level GPT of a `charlm` config (objectives/charlm*) as PyTorch stages
+    (python/stale/torch_charlm.py): its training batches' tokens, its stage layout and its
+    initial weights come from the C++ objective (stale._stale.charlm_data), so a run of it
+    equals the built-in run to rounding. Its f is the mean over every training batch; the
+    built-in objective's value() means over 8 fixed ones (CharLmData::kEvalBatches), so compare
+    batch losses and iterates, not the "loss" series."""
+    from ._stale import charlm_data
+    from .config import resolve
+    from .torch_charlm import charlm_modules
+    path, text, assigns = resolve(config, overrides)
+    d = charlm_data(path, text, assigns)
+    mods = charlm_modules(d["V"], d["E"], d["NH"], d["T"], d["S"], d["w0"], d["offsets"])
+    M, N = d["inputs"].shape
+    X = d["inputs"].reshape(-1).astype(np.int64)
+    y = d["targets"].reshape(-1).astype(np.int64)
+    return TorchStages(mods, (X, y), torch.nn.functional.cross_entropy, batch_size=N, dtype=dtype, name="TorchCharLm",
+                       description=f"char-level GPT, E={d['E']} heads={d['NH']} T={d['T']} B={d['B']} S={d['S']}",
+                       constants={"f_low": 0.0})

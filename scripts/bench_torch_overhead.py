@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""What the harness costs a PyTorch model: one process times a stale run of a small MLP
+(stale.torch.TorchStages under a schedule method) beside a plain PyTorch loop that does the same
+forward and backward work (the same micro-batches in the same order, the same optimizer steps,
+and the same full-data value-and-gradient passes the run's metrics make at k = 0 and k = K), and
+prints both with their ratio. results/PERFORMANCE.md ("PyTorch stages") holds the numbers.
+
+    python3 scripts/bench_torch_overhead.py                       # float32, width 512, batch 256
+    python3 scripts/bench_torch_overhead.py --dtype float64 --width 256
+
+The ratio is the price of the stage-wise view (one autograd graph per stage, activations and
+weights crossing into the harness's float64 storage, the driver's shape checks); it shrinks as a
+stage's op grows. Median of --repeats alternating pairs.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import stale
+import stale.torch
+
+
+def mlp(width: int, stages: int, dtype) -> torch.nn.Sequential:
+    torch.manual_seed(0)
+    blocks = [torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh()) for _ in range(stages - 1)]
+    return torch.nn.Sequential(*blocks, torch.nn.Linear(width, 10)).to(dtype)
+
+
+def plain_loop(net, X, y, offsets, order, lr, full_passes):
+    """SGD on the same micro-batches: forward, backward, step; and the metrics' full passes"""
+    params = list(net.parameters())
+    loss_fn = torch.nn.functional.cross_entropy
+    M = len(offsets) - 1
+
+    def full_pass():
+        for p in params:
+            p.grad = None
+        for m in range(M):
+            sl = slice(offsets[m], offsets[m + 1])
+            (loss_fn(net(X[sl]), y[sl]) / M).backward()
+
+    t0 = time.perf_counter()
+    full_pass()
+    for m in order:
+        sl = slice(offsets[m], offsets[m + 1])
+        for p in params:
+            p.grad = None
+        loss_fn(net(X[sl]), y[sl]).backward()
+        with torch.no_grad():
+            for p in params:
+                p -= lr * p.grad
+    for _ in range(full_passes - 1):
+        full_pass()
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--width", type=int, default=512)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--batches", type=int, default=8, help="mini-batches M of the data")
+    ap.add_argument("--stages", type=int, default=4)
+    ap.add_argument("--microbatches", type=int, default=48, help="micro-batches the run trains on")
+    ap.add_argument("--method", default="1f1b-flush")
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (both sides)")
+    ap.add_argument("--repeats", type=int, default=3)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    dtype = getattr(torch, a.dtype)
+    g = np.random.default_rng(0)
+    n = a.batch * a.batches
+    X = torch.as_tensor(g.standard_normal((n, a.width)), dtype=dtype)
+    y = torch.as_tensor(g.integers(0, 10, n))
+    S, lr = a.stages, 0.01
+    K = a.microbatches * S  # 1F1B with a flush steps every stage once per mini-batch of S micro-batches
+    cfg = {"method.name": a.method, "method.lr": lr, "method.updates": K, "method.microbatches": a.microbatches,
+           "method.batch_order": "cyclic", "log.every": K, "log.iterates_every": 0, "log.delays": False,
+           "log.progress": False}
+    if a.method in ("1f1b-flush", "gpipe"):
+        cfg["method.accumulation"] = 1  # a step per micro-batch, as the plain loop
+    offsets = stale.batch_offsets(n, a.batch)
+    order = [i % a.batches for i in range(a.microbatches)]
+
+    # one stage op, alone: forward + backward of stage 1 through the adapter
+    model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy, batch_size=a.batch,
+                                    dtype=dtype)
+    w = model.initial_params(0)
+    x = np.asarray(torch.tanh(torch.randn(a.batch, a.width, dtype=torch.float64)))
+    def stage_op():
+        out, cache = model.forward(1, 0, x, w[1])
+        model.backward(1, 0, np.ones_like(out), w[1], cache)
+
+    stage_op()  # the first call pays for torch's set-up
+    t0 = time.perf_counter()
+    for _ in range(10):
+        stage_op()
+    op_ms = (time.perf_counter() - t0) / 10 * 1e3
+
+    harness, plain = [], []
+    for _ in range(a.repeats):
+        model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy,
+                                        batch_size=a.batch, dtype=dtype)
+        t0 = time.perf_counter()
+        r = stale.run(cfg, model=model)
+        harness.append(time.perf_counter() - t0)
+        assert r.status == "ok" and r.summary["k"] == K, (r.status, r.summary["k"])
+        plain.append(plain_loop(mlp(a.width, S, dtype), X, y, offsets, order, lr, full_passes=2))
+    h, p = statistics.median(harness), statistics.median(plain)
+    print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s); S={S} stages of Linear({a.width},{a.width})+Tanh, "
+          f"batch {a.batch}, M={a.batches}, {a.microbatches} micro-batches under {a.method}, 2 full passes (metrics)")
+    print(f"one stage op (forward + backward of stage 1 through stale.torch): {op_ms:.2f} ms")
+    print(f"harness run (stale.run):  {h:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in harness)})")
+    print(f"plain PyTorch loop:       {p:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in plain)})")
+    print(f"ratio harness / plain:    {h / p:.3f}")
+
+
+if __name__ == "__main__":
+    main()

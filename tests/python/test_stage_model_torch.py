@@ -1,0 +1,237 @@
+"""stale.torch: PyTorch modules as a stage model. The float64 least-squares stages, differentiated
+by autograd, reproduce the built-in `quadratic` objective's run files like the NumPy oracle
+(test_stage_model.py) does; float32 agrees to a stated tolerance; dropout streams are seeded by
+(seed, stage, batch), so a run repeats bit for bit and resumes bit for bit; bad modules and data
+are one-line stale.ConfigErrors. Reported skipped without torch (scripts/setup.sh installs it)."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+stale = pytest.importorskip("stale", reason="the Python package is not installed (pip install .)")
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'stale[torch]')")
+import stale.torch as st  # noqa: E402
+
+from test_stage_model import OBJECTIVE, RUN, assert_runs_close, method_cases  # noqa: E402
+
+# one intra-op thread: these ops are tiny, and on a loaded machine two threads' barriers made
+# each of them 30 times slower (4 ms against 0.13 ms for a cross-entropy of 8 × 3)
+torch.set_num_threads(1)
+SEEDED = {**OBJECTIVE, "seed": RUN["seed"]}  # the built-in objective's data, drawn from the run's seed
+
+# float32 stages against the float64 built-in objective: each op rounds to 2^-24 ≈ 6e-8
+# relative, and 64 updates of a contraction keep that within this relative tolerance
+RTOL_FLOAT32 = 1e-4
+
+
+def test_every_registered_method_runs_torch_stages_as_the_builtin_objective(tmp_path):
+    for case in method_cases(tmp_path):
+        case = {**case, "method.updates": 32, "log.every": 4, "log.exact_mean": False}
+        builtin = stale.run({**OBJECTIVE, **RUN, **case})
+        mine = stale.run({**RUN, **case}, model=st.least_squares_stages(SEEDED))
+        try:
+            assert_runs_close(mine, builtin)
+        except AssertionError as e:
+            raise AssertionError(f"{case}: {e}") from None
+
+
+@pytest.mark.parametrize("method", ["rpd", "pipedream", "paci", "localsgd"])
+def test_float64_torch_least_squares_reproduces_the_quadratic_run_file(tmp_path, method):
+    case = {"method.name": method, "method.updates": 200, "log.every": 3}
+    if method == "rpd":
+        case.update({"delay.name": "uniform", "delay.max": 6})
+    builtin = stale.run({**OBJECTIVE, **RUN, **case}, out=tmp_path / "builtin.h5")
+    mine = stale.run({**RUN, **case}, model=st.least_squares_stages(SEEDED), out=tmp_path / "torch.h5")
+    assert mine.objective["description"].startswith("python model TorchLeastSquares")
+    assert_runs_close(mine, builtin)
+
+
+def test_float32_torch_least_squares_follows_the_quadratic_within_float32_rounding():
+    case = {**RUN, "method.name": "pipedream", "log.every": 4}
+    builtin = stale.run({**OBJECTIVE, **case})
+    mine = stale.run(case, model=st.least_squares_stages(SEEDED, dtype=torch.float32))
+    assert mine.status == "ok"
+    for name in ("loss", "grad_norm_sq", "batch_loss"):
+        np.testing.assert_allclose(mine.series(name), builtin.series(name), rtol=RTOL_FLOAT32, err_msg=name)
+    np.testing.assert_allclose(mine.iterates, builtin.iterates, rtol=0, atol=RTOL_FLOAT32 * np.abs(builtin.iterates).max())
+    # and it is float32: not equal to the float64 run
+    assert not np.array_equal(mine.series("loss"), builtin.series("loss"))
+
+
+def mlp(dropout=0.0, seed=0):
+    torch.manual_seed(seed)
+    L = torch.nn.Linear
+    return torch.nn.Sequential(torch.nn.Sequential(L(6, 12), torch.nn.Tanh(), torch.nn.Dropout(dropout)),
+                               torch.nn.Sequential(L(12, 12), torch.nn.Tanh()), L(12, 3))
+
+
+def data(n=48, seed=1):
+    g = np.random.default_rng(seed)
+    X = g.standard_normal((n, 6))
+    return X, (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)
+
+
+def classifier(dropout=0.0, dtype=torch.float64, **kw):
+    return st.TorchStages(mlp(dropout), data(), torch.nn.functional.cross_entropy, batch_size=8, dtype=dtype, **kw)
+
+
+def test_the_modules_own_parameters_are_the_initial_point_and_are_not_touched():
+    net = mlp()
+    before = [p.detach().clone() for p in net.parameters()]
+    model = st.TorchStages(net, data(), torch.nn.functional.cross_entropy, batch_size=8)
+    r = stale.run({**RUN, "method.name": "1f1b-flush", "method.updates": 48, "log.every": 8}, model=model)
+    flat = np.concatenate([p.detach().numpy().ravel() for p in before])
+    np.testing.assert_array_equal(r.iterates[0], flat)
+    for p, q in zip(net.parameters(), before):
+        assert torch.equal(p.detach(), q)
+    assert r.status == "ok" and r.series("loss")[-1] < r.series("loss")[0]
+
+
+def test_dropout_streams_repeat_a_run_bit_for_bit_and_follow_the_seed():
+    case = {**RUN, "method.name": "pipedream", "method.updates": 48, "log.every": 4, "log.exact_mean": False}
+    a = stale.run(case, model=classifier(0.3))
+    b = stale.run(case, model=classifier(0.3))
+    np.testing.assert_array_equal(a.iterates, b.iterates)
+    np.testing.assert_array_equal(a.series("loss"), b.series("loss"))
+    c = stale.run({**case, "seed": 4}, model=classifier(0.3))
+    assert not np.array_equal(a.iterates[-1], c.iterates[-1])
+    # without dropout the seed changes nothing (the initial point is the modules')
+    d0 = stale.run(case, model=classifier(0.0))
+    d1 = stale.run({**case, "seed": 4}, model=classifier(0.0))
+    np.testing.assert_array_equal(d0.iterates, d1.iterates)
+    # the user's global stream is left as it was
+    model = classifier(0.3)  # (mlp() seeds the global stream itself)
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    stale.run(case, model=model)
+    assert torch.equal(torch.rand(3), expected)
+
+
+class Crash(RuntimeError):
+    pass
+
+
+def test_a_dropout_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path):
+    case = {**RUN, "method.name": "paci", "method.updates": 64, "log.every": 4, "log.exact_mean": False,
+            "log.flush_seconds": 0.0}
+    whole = stale.run(case, model=classifier(0.3), out=tmp_path / "whole.h5")
+    model = classifier(0.3)
+    calls = {"n": 0}
+    forward = model.forward
+
+    def crashing(s, m, x, w_s):
+        calls["n"] += 1
+        if calls["n"] == 200:
+            raise Crash("stopped")
+        return forward(s, m, x, w_s)
+
+    model.forward = crashing
+    out = tmp_path / "cut.h5"
+    with pytest.raises(Crash):
+        stale.run(case, model=model, out=out)
+    resumed = stale.run(resume=str(out) + ".partial", model=classifier(0.3))
+    assert_runs_close(resumed, whole, rtol=0)
+
+
+def test_float32_mlp_runs_and_its_val_loss_is_logged():
+    Xv, yv = data(16, seed=9)
+    model = classifier(dtype=torch.float32, validation=(Xv, yv), name="mlp", description="tanh MLP")
+    r = stale.run({**RUN, "method.name": "paci", "method.updates": 64, "log.every": 8}, model=model)
+    assert r.status == "ok" and r.objective["description"] == "python model mlp: tanh MLP"
+    v = r.series("val_loss")
+    assert np.all(np.isfinite(v)) and v[-1] < v[0]
+
+
+def test_bad_modules_and_data_are_one_line_config_errors(tmp_path):
+    net = mlp()
+    net[1][0].weight.requires_grad_(False)
+    with pytest.raises(stale.ConfigError, match=r"stage 1's parameter '0\.weight' does not require grad") as e:
+        st.TorchStages(net, data(), torch.nn.functional.cross_entropy, batch_size=8)
+    assert "\n" not in str(e.value)
+    with pytest.raises(stale.ConfigError, match="batch_size = 64 exceeds the 48 samples"):
+        st.TorchStages(mlp(), data(), torch.nn.functional.cross_entropy, batch_size=64)
+    X, y = data()
+    with pytest.raises(stale.ConfigError, match="X has 48 rows, y has 47"):
+        st.TorchStages(mlp(), (X, y[:-1]), torch.nn.functional.cross_entropy, batch_size=8)
+    with pytest.raises(stale.ConfigError, match=r"stage 1 \(Tanh\) has no parameters"):
+        st.TorchStages([torch.nn.Linear(6, 3), torch.nn.Tanh()], data(), torch.nn.functional.cross_entropy, batch_size=8)
+
+    class Growing(torch.nn.Module):  # its output widens after a few calls
+        def __init__(self):
+            super().__init__()
+            self.lin, self.calls = torch.nn.Linear(6, 3), 0
+
+        def forward(self, x):
+            self.calls += 1
+            out = self.lin(x)
+            return torch.cat([out, out], 1) if self.calls > 20 else out
+
+    model = st.TorchStages([Growing(), torch.nn.Linear(3, 3)], data(), lambda o, y: torch.nn.functional.cross_entropy(o[:, :3], y),
+                           batch_size=8)
+    with pytest.raises(stale.ConfigError, match=r"stage 0's output has shape \(8, 6\) for batch \d+, earlier \(rows, 3\)"):
+        stale.run({**RUN, "method.name": "gpipe"}, model=model, out=tmp_path / "x.h5")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_float64_torch_least_squares_reproduces_the_quadratic_run():
+    case = {**RUN, "method.name": "pipedream", "log.every": 4}
+    builtin = stale.run({**OBJECTIVE, **case})
+    model = st.least_squares_stages(SEEDED)
+    model_cuda = st.TorchStages([m for m in model.modules], (model.X.numpy(), model.y.numpy()), model.loss_fn,
+                                batch_size=5, device="cuda", name="cuda")
+    model_cuda._constants = model.constants()
+    # cuBLAS sums in its own order: rounding only, as on the CPU
+    assert_runs_close(stale.run(case, model=model_cuda), builtin, rtol=1e-10)
+
+
+class LinearChain(stale.StageModel):
+    """x ← x W_sᵀ per stage, loss ½‖x − Y‖² per row, with hand-written backward passes that use
+    the weights the harness passes to backward (not the forward's): the oracle of the adapter's
+    no-stash semantics, which least squares cannot check (its backward does not read w_s)"""
+
+    def __init__(self, weights, X, Y, batch_size):
+        self.w0 = [W.detach().double().numpy().copy() for W in weights]
+        self.shapes = [W.shape for W in self.w0]
+        self.X, self.Y = X, Y
+        self.offsets = stale.batch_offsets(len(X), batch_size)
+        self.stages, self.num_batches = len(weights), len(self.offsets) - 1
+
+    def initial_params(self, seed):
+        return [W.ravel() for W in self.w0]
+
+    def batch_rows(self, m):
+        return int(self.offsets[m + 1] - self.offsets[m])
+
+    def input(self, m):
+        return self.X[self.offsets[m]:self.offsets[m + 1]]
+
+    def forward(self, s, m, x, w_s):
+        return x @ w_s.reshape(self.shapes[s]).T, x.copy()
+
+    def backward(self, s, m, grad_out, w_s, x):
+        return grad_out.T @ x, grad_out @ w_s.reshape(self.shapes[s])
+
+    def loss(self, m, last):
+        r = last - self.Y[self.offsets[m]:self.offsets[m + 1]]
+        return 0.5 * float((r * r).sum()) / len(r), r / len(r)
+
+
+def test_torch_backward_uses_the_weights_of_the_backward_pass_as_the_numpy_oracle():
+    torch.manual_seed(5)
+    layers = [torch.nn.Linear(6, 5, bias=False), torch.nn.Linear(5, 4, bias=False), torch.nn.Linear(4, 3, bias=False)]
+    g = np.random.default_rng(2)
+    X, Y = g.standard_normal((48, 6)), g.standard_normal((48, 3))
+    oracle = LinearChain([l.weight for l in layers], X, Y, batch_size=8)
+    loss = lambda o, y: 0.5 * ((o - y) ** 2).sum() / o.shape[0]  # noqa: E731
+    case = {**RUN, "method.lr": 0.1, "method.updates": 96, "log.every": 4}
+    finals = {}
+    for method in ("pipedream", "pipedream-nostash", "paci", "pipemare"):
+        mine = stale.run({**case, "method.name": method}, model=st.TorchStages(layers, (X, Y), loss, batch_size=8))
+        ref = stale.run({**case, "method.name": method}, model=oracle)
+        assert_runs_close(mine, ref)
+        finals[method] = mine.iterates[-1]
+    # and the weights of the backward pass matter here: without stashing the run is another one
+    assert np.linalg.norm(finals["pipedream-nostash"] - finals["pipedream"]) > 1e-6 * np.linalg.norm(finals["pipedream"])
