@@ -31,12 +31,6 @@ def wall(cmd, env=None):
     return time.perf_counter() - t0
 
 
-def median_wall(make_cmd, repeat, env=None):
-    """median wall time of `repeat` runs; make_cmd(i) gives the i-th command (its own output
-    file: a finished run file is never overwritten)"""
-    return statistics.median(wall(make_cmd(i), env) for i in range(repeat))
-
-
 def run_cmd(stale, config, out, *overrides):
     return [stale, "run", str(ROOT / "experiments" / config), "--quiet", "--out", str(out), *overrides]
 
@@ -53,15 +47,14 @@ def bench_rpd(bench):
     return per_update, per_update_floor
 
 
-def cases(stale, tmp, repeat):
-    """name → seconds for one build"""
+def cases(stale, tmp):
+    """name → seconds for one build, one sample each (main() repeats it in alternating rounds)"""
     out = {}
     # the constants cache is warm after the first run: set-up as a sweep or a rerun sees it
     subprocess.run(run_cmd(stale, "e1_random_quadratic.toml", tmp / "w.h5", "method.updates=1"), check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    out["setup"] = median_wall(
-        lambda i: run_cmd(stale, "e1_random_quadratic.toml", tmp / f"s{i}.h5", "method.updates=1"), repeat)
-    out["e1_run"] = median_wall(lambda i: run_cmd(stale, "e1_random_quadratic.toml", tmp / f"e1_{i}.h5"), repeat)
+    out["setup"] = wall(run_cmd(stale, "e1_random_quadratic.toml", tmp / "s.h5", "method.updates=1"))
+    out["e1_run"] = wall(run_cmd(stale, "e1_random_quadratic.toml", tmp / "e1.h5"))
     # E4 runs once to warm the constants cache, then is timed
     wall(run_cmd(stale, "e4_logistic_budget.toml", tmp / "e4w.h5", "objective.stages=2"))
     # the best of three: this shared machine's speed moves by up to 2x within minutes
@@ -145,7 +138,7 @@ def main():
             for key, binary in builds:
                 d = tmp / f"{key}{r}"
                 d.mkdir()
-                rounds[key].append(cases(binary, d, 1))
+                rounds[key].append(cases(binary, d))
     samples = {key: {k: [c[k] for c in rs] for k in rs[0] if not k.endswith("_note")} for key, rs in rounds.items()}
     new = {k: statistics.median(v) for k, v in samples["new"].items()}
     base = {k: statistics.median(v) for k, v in samples["base"].items()} if a.baseline else None

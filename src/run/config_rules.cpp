@@ -41,6 +41,14 @@ void add_cost_keys(const Config& cfg, bool executes, std::set<std::string>& read
   }
 }
 
+// the update rules whose registry entry reads `key`
+std::vector<std::string> update_rules_reading(const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& e : UpdateRuleRegistry::entries())
+    if (std::count(e.keys.begin(), e.keys.end(), key)) out.push_back(e.name);
+  return out;
+}
+
 void add_schedule_keys(const Config& cfg, const std::string& schedule, bool executes, std::set<std::string>& read) {
   const ScheduleInfo& s = schedule_info(schedule);
   read.insert({"method.microbatches", "method.time_budget"});
@@ -66,10 +74,8 @@ std::string readers_of(const Config& cfg, const std::string& key) {
         for (const auto& k : g.keys)
           if (k == key) add("objective.generator = " + g.name + " (" + e.name + ")");
     }
-  } else if (std::any_of(UpdateRuleRegistry::entries().begin(), UpdateRuleRegistry::entries().end(),
-                         [&](const UpdateRuleEntry& e) { return std::count(e.keys.begin(), e.keys.end(), key) > 0; })) {
-    for (const auto& e : UpdateRuleRegistry::entries())
-      if (std::count(e.keys.begin(), e.keys.end(), key)) add("method.optimizer = " + e.name);
+  } else if (const auto rules = update_rules_reading(key); !rules.empty()) {
+    for (const auto& r : rules) add("method.optimizer = " + r);
   } else if (key == "method.lr_min") {
     add("method.lr_schedule = cosine");
   } else if (key == "costs.coupling") {
