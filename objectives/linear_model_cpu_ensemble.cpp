@@ -1,5 +1,6 @@
-// Lockstep ensembles on the linear models' CPU twin (docs/design.md "Ensembles"). P runs that
-// share data, schedule and random streams advance together:
+// The linear models' CPU twin over P columns at once: the lockstep-ensemble calls
+// (docs/design.md "Ensembles") and the one iterate tracker, of which a lone run's is the
+// one-column case. P runs that share data, schedule and random streams advance together:
 //
 //   stage s forward:   A_out = A_in + X_s W_s          (b × d_s)(d_s × P)
 //   stage s backward:  G_s   = X_sᵀ Δ + λ W_s (+ ∇r(W_s)),  Δ_in = Δ
@@ -9,12 +10,13 @@
 //
 // The metrics products (d × d_s against P columns, the largest by far) are one pass of
 // src/core/block_product.hpp's kernel over H or X for all columns, which sums every column
-// exactly as the single tracker does. The mini-batch products (b × d_s, b ≈ 10) sum each
-// column exactly as the single-point code does (the activations of all columns in one pass,
-// then each column's block gradient through the single-point code): so a least-squares column
-// is its separate run bit for bit (tests/run/test_ensemble.cpp). On the
-// activation route (logistic) the gradient Xᵀ ℓ'(X W) is one GEMM, which sums in another order
-// than the single run's GEMV: there a column agrees with its run to rounding.
+// as it sums one. The mini-batch products (b × d_s, b ≈ 10) sum each column exactly as the
+// single-point code does (the activations of all columns in one pass, then each column's
+// block gradient through the single-point code): so a least-squares column is its separate
+// run bit for bit (tests/run/test_ensemble.cpp). On the activation route (logistic) the full
+// gradient Xᵀ ℓ'(X W) of P > 1 columns is one GEMM, which sums in another order than the
+// threaded GEMV a lone run uses (its rows split over the threads): there a column agrees with
+// its run to rounding.
 #include <algorithm>
 
 #include "objectives/linear_loss_head.hpp"
@@ -86,25 +88,33 @@ void LinearModelCpu<Loss>::stage_backward_cols(int s, int m, const Mat& grad_out
 
 namespace {
 
-// The trackers of P columns (objectives/linear_model_cpu.cpp's LinearTracker, P at a time):
-// pending block changes are kept per column and applied, for every column that has one, as
-// one product — H[:, s] ΔW_s on the Hessian route, X[:, s] ΔW_s on the activation route.
-// A column that stops changing (a diverged run, frozen) costs nothing. Every column is
-// recomputed from scratch after kResync applied changes, as the single tracker is.
+// The one iterate tracker of the linear models, over P columns (a lone run: P = 1). It keeps
+// f and ∇f current under single-block changes without an O(n·d) pass per change.
+// Changes are accumulated per block and column (Σ of pending deltas) and applied when a value is asked
+// for, so the cost follows how often metrics are read, never exceeding one full evaluation:
+//  - least squares with the Hessian H at hand (d ≤ 4096): G += H[:, s] Δ_s (O(d·d_s) per
+//    column), and f = f_* + ½ (w − w_*)ᵀ g needs no residual at all;
+//  - otherwise the activations A = XW move by X[:, s] Δ_s (O(n·d_s)); f is O(n) from A and
+//    the gradient Xᵀ(c ∘ ℓ'(A)) + λW is recomputed when asked.
+// Both routes track the convex part (its f_* and w_* in the closed form); the nonconvex
+// regulariser, coordinate-wise, is added from the tracked iterate in O(d) at each read, so the
+// value and ∇f stay exact (r(w) and ∇r(w) are evaluated, not moved). Pending changes are
+// applied, for every column that has one, as one product; a column that stops changing (a
+// diverged run, frozen) costs nothing. A column is recomputed from scratch every kResync
+// applied changes, so rounding drift stays at machine level.
 //
 // Columns live in slots: the columns that changed are moved to the leading slots before a
 // product, so the product runs in place on the first c slots. Gathering them into copies
 // instead (every update once a column had diverged: d × c values out and back per block)
 // was a fifth of an ensemble's tracker time. Each column's sums do not depend on its slot
 // (src/core/block_product.hpp). G_ holds the convex part's gradients; the nonconvex
-// regulariser's value and gradient are added from W_ when read, exactly as the single tracker
-// adds them, so that a least-squares column still equals its run bit for bit.
+// regulariser's value and gradient are added from W_ when read.
 template <class Loss>
-class LinearEnsembleTracker final : public EnsembleTracker {
+class LinearTracker final : public EnsembleTracker {
   static constexpr int kResync = 1024;
 
  public:
-  LinearEnsembleTracker(const LinearModelCpu<Loss>& f, const Mat& W)
+  LinearTracker(const LinearModelCpu<Loss>& f, const Mat& W)
       : f_(f), hessian_(f.tracks_through_hessian()), W_(W), P_(static_cast<int>(W.cols())) {
     const auto& B = f.blocks();
     for (int s = 0; s < B.stages(); ++s) {
@@ -155,9 +165,9 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     return g;
   }
 
-  // column p as the single tracker (linear_model_cpu.cpp) saves itself: iterate, activations,
-  // gradient, pending block changes and counters. Restored into the column's slot: a column's
-  // sums do not depend on its slot.
+  // column p's checkpoint: iterate, activations, gradient, pending block changes and counters
+  // (the layout a lone run's tracker wrote before it became this one's one-column case).
+  // Restored into the column's slot: a column's sums do not depend on its slot.
   void save(int p, StateBag& b) const override {
     const int q = slot_[p];
     const auto& B = f_.blocks();
@@ -176,7 +186,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     const int q = slot_[p];
     const auto& B = f_.blocks();
     auto put = [](auto&& col, const Vec& v, const char* what) {
-      if (v.size() == 0) return false;  // not computed yet (the single tracker keeps it lazily)
+      if (v.size() == 0) return false;  // not computed yet (kept lazily)
       if (v.size() != col.size())
         throw UserError(std::string("checkpoint: the tracker's ") + what + " has " + std::to_string(v.size()) +
                         " values where this objective has " + std::to_string(col.size()) +
@@ -233,7 +243,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
       if (slots[i] != static_cast<int>(i)) swap_slots(static_cast<int>(i), slots[i]), slots[i] = static_cast<int>(i);
   }
 
-  // Y[:, slots] = M · W[:, slots] (minus w_* on the Hessian route), summed as the single
+  // Y[:, slots] = M · W[:, slots] (minus w_* on the Hessian route), summed as a full
   // tracker's reset sums it
   void recompute(const std::vector<int>& slots) {
     if (slots.empty()) return;
@@ -243,7 +253,15 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     const Mat& M = hessian_ ? f_.gram() : f_.data().X;
     if (hessian_) D.colwise() -= *f_.convex_constants().w_star;
     Mat R = Mat::Zero(M.rows(), c);
-    add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
+    if (!hessian_ && P_ == 1) {
+      // a lone run: X w with its rows split over the threads (the run has no other columns
+      // to spread); its sums are the full-evaluation path's (linear_model_cpu.cpp)
+      Vec a;
+      gemv_parallel(M, Vec(D.col(0)), a);
+      R.col(0) = a;
+    } else {
+      add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
+    }
     Mat& Y = hessian_ ? G_ : A_;
     for (Index j = 0; j < c; ++j) {
       Y.col(slots[j]) = R.col(j);
@@ -292,7 +310,13 @@ class LinearEnsembleTracker final : public EnsembleTracker {
       for (Index i = 0; i < A_.rows(); ++i)
         R(i, static_cast<Index>(j)) = d.weight(i) * Loss::deriv(A_(i, slots[j]), d.y(i));
     Mat Gc;
-    Gc.noalias() = d.X.transpose() * R;
+    if (P_ == 1) {
+      Vec g;
+      gemv_t_parallel(d.X, Vec(R.col(0)), g);  // a lone run: Xᵀ r over the threads, as above
+      Gc = g;
+    } else {
+      Gc.noalias() = d.X.transpose() * R;
+    }
     for (size_t j = 0; j < slots.size(); ++j) {
       G_.col(slots[j]) = Gc.col(static_cast<Index>(j));
       if (f_.l2() != 0) G_.col(slots[j]) += f_.l2() * W_.col(slots[j]);
@@ -318,8 +342,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
 
 template <class Loss>
 std::unique_ptr<EnsembleTracker> LinearModelCpu<Loss>::make_ensemble_tracker(const Mat& W) const {
-  if (W.cols() == 1) return Objective::make_ensemble_tracker(W);  // the single tracker itself
-  return std::make_unique<LinearEnsembleTracker<Loss>>(*this, W);
+  return std::make_unique<LinearTracker<Loss>>(*this, W);
 }
 
 #define STALE_INSTANTIATE_ENSEMBLE(Loss)                                                                          \
