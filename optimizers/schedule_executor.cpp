@@ -16,16 +16,16 @@
 
 namespace stale {
 
-ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::string& schedule) {
+ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::string& schedule, MethodParams method) {
   ExecutorOptions o;
   static_cast<PlanOptions&>(o) = PlanOptions::from_config(cfg, schedule);
-  o.method = MethodParams::from_config(cfg);
-  o.rule = UpdateRuleParams::from_config(cfg);
-  o.lr_schedule = cfg.get_string("method.lr_schedule");
-  o.lr_min = cfg.get_float("method.lr_min");
-  o.warmup = cfg.get_int("method.warmup");
+  o.method = std::move(method);
   o.moment_window = cfg.get_int("log.delay_window");
   return o;
+}
+
+ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::string& schedule) {
+  return from_config(cfg, schedule, MethodParams::from_config(cfg));
 }
 
 int64_t delay_moment_window(const ExecutorOptions& opt, const RunPlan& plan) {
@@ -33,7 +33,7 @@ int64_t delay_moment_window(const ExecutorOptions& opt, const RunPlan& plan) {
 }
 
 LrSchedule executor_lr_schedule(const ExecutorOptions& opt, const RunPlan& plan) {
-  LrSchedule lr{opt.lr_schedule, opt.method.lr, opt.lr_min, opt.warmup, 1};
+  LrSchedule lr = opt.method.lr_schedule;  // over the plan's K, not method.updates
   lr.total = plan.updates;
   return lr;
 }
@@ -71,7 +71,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
   for (int p = 0; p < Pc; ++p) {
     col[p] = dynamic_cast<const ScheduleMethod*>(columns[p]);
     STALE_CHECK(col[p] != nullptr && col[p]->name() == name(), "every column runs this method");
-    rule[p] = &col[p]->opt_.rule;
+    rule[p] = &col[p]->opt_.method.rule;
   }
   const auto& P = f.blocks();
   const ExecutorOptions& opt = opt_;

@@ -43,14 +43,12 @@ struct ExecutorOptions : PlanOptions {
   bool stash = true;            // override the schedule's stashing (pipedream-nostash: false)
   bool predict = false;         // PipeMare weight prediction
   double predict_decay = 0.9;   // EMA of a block's per-update change (PipeMare's velocity)
-  MethodParams method;          // lr, seed, noise, batch order (K is the plan's)
-  UpdateRuleParams rule;
-  std::string lr_schedule = "constant";
-  double lr_min = 0;
-  int64_t warmup = 0;
+  MethodParams method;          // lr, its schedule, update rule, seed, noise, batch order (K is the plan's)
   int64_t moment_window = 0;    // log.delay_window: updates per window of /delay_moments (0: K/50)
 
-  // PlanOptions::from_config, and method.*
+  // PlanOptions::from_config with the method.* the method factory already parsed
+  static ExecutorOptions from_config(const Config& cfg, const std::string& schedule, MethodParams method);
+  // the same, parsing method.* here (callers outside the method registry)
   static ExecutorOptions from_config(const Config& cfg, const std::string& schedule);
 };
 
