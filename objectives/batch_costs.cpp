@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "objectives/charlm.hpp"
-#include "objectives/linear_model_cpu.hpp"
-#include "objectives/linear_model_cpu_sparse.hpp"
+#include "objectives/charlm/charlm.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cpu_sparse.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {

@@ -30,7 +30,7 @@ struct ObjectiveConstants {
   double mu = 0.0;                                      // strong convexity (0 if unknown)
   double f_star = std::numeric_limits<double>::quiet_NaN();
   // true: f_star is a certified lower bound f_low ≤ inf f, not the minimum (a nonconvex
-  // objective, objectives/nonconvex_regularizer.hpp); subopt and the bound's Δ₀ use it alike
+  // objective, objectives/linear/nonconvex_regularizer.hpp); subopt and the bound's Δ₀ use it alike
   bool f_star_is_lower_bound = false;
   // where f_star stays unknown (NaN): a certified lower bound f_low ≤ inf f that only the bound's
   // Δ₀ = f(w₀) − f_low uses (the transformer: cross-entropy ≥ 0), so that Δ₀ is an upper bound on

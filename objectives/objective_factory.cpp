@@ -6,11 +6,11 @@
 #include "objectives/data/data_file.hpp"
 #include "objectives/objective_registry.hpp"
 #include "objectives/data/libsvm.hpp"
-#include "objectives/linear_constants.hpp"
-#include "objectives/linear_constants_sparse.hpp"
-#include "objectives/linear_model_cpu.hpp"
-#include "objectives/linear_model_cpu_sparse.hpp"
-#include "objectives/linear_model_cuda.hpp"
+#include "objectives/linear/linear_constants.hpp"
+#include "objectives/linear/linear_constants_sparse.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cpu_sparse.hpp"
+#include "objectives/linear/linear_model_cuda.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -82,7 +82,7 @@ std::unique_ptr<Objective> make_linear_objective_on(const Config& cfg, std::shar
   const bool logistic = cfg.get_string("objective.name") == "logistic";
   const double l2 = logistic ? cfg.get_float("objective.l2") : 0.0;
   // the convex part's constants are computed first (the solvers minimise convex_value), then
-  // set_constants turns them into f's own (objectives/nonconvex_regularizer.hpp)
+  // set_constants turns them into f's own (objectives/linear/nonconvex_regularizer.hpp)
   const NonconvexRegularizer reg{cfg.get_float("objective.nonconvex_reg")};
   if (data->sparse()) {
     // the CSR twin runs on the cpu only; backend = auto takes it there, an explicit cuda is refused

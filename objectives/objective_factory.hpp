@@ -3,7 +3,7 @@
 // batch_size ≤ samples, the data file exists) and names the key at fault.
 #include <memory>
 
-#include "objectives/linear_data.hpp"
+#include "objectives/linear/linear_data.hpp"
 #include "objectives/objective.hpp"
 #include "src/backend/backend.hpp"
 #include "src/config/config.hpp"

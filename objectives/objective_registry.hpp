@@ -22,7 +22,7 @@ struct GeneratorSpec {
 };
 
 // What an objective will take, from the config alone, before it is built (the resource
-// estimate, src/run/resource_estimate.hpp, adds the method's and the delay model's share).
+// estimate, src/checks/resource_estimate.hpp, adds the method's and the delay model's share).
 struct ObjectiveFootprint {
   double parameters = 0;         // d; 0 where only the data file knows it (LIBSVM)
   std::string parameter_keys;    // the keys that drive d, for messages: "objective.dim"

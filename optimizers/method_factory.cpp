@@ -30,7 +30,7 @@ std::vector<RunReport> Method::run_ensemble(const Objective&, const RunPlan&, co
 std::unique_ptr<Method> make_method(const Config& cfg, const Objective& f) {
   const std::string& name = cfg.get_string("method.name");
   const MethodEntry& entry = method_entry(name);
-  // a delay model set for a method that reads none is the unread-key rule's (src/run/config_rules.cpp)
+  // a delay model set for a method that reads none is the unread-key rule's (src/checks/config_rules.cpp)
   if (entry.kind == MethodKind::Fresh && cfg.get_float("method.time_budget") > 0)
     config_error("method.time_budget", "applies to schedule methods and rpd, not to method.name = \"" + name + "\"");
   if (entry.kind != MethodKind::DelayDriven && cfg.get_bool("delay.follow_order"))

@@ -1,7 +1,7 @@
 #pragma once
 // The method registry (src/core/registry.hpp): every method registers itself from its own
 // file with its traits and factory. method.name's choices, `stale list`, the README's table and
-// the unread-key rule (src/run/config_rules.cpp) all read it.
+// the unread-key rule (src/checks/config_rules.cpp) all read it.
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,7 +31,7 @@ struct MethodEntry {
   std::vector<std::string> keys;
   std::function<std::unique_ptr<Method>(const Config&, const MethodParams&, const Objective&)> make;
   // Fresh: one update steps every block at once (sgd), not one drawn block (bcd); the
-  // stability predictor's recursion (src/run/stability_pattern.cpp) reads it
+  // stability predictor's recursion (src/theory/stability_pattern.cpp) reads it
   bool steps_all_blocks = false;
 };
 

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "objectives/data/data_file.hpp"
-#include "objectives/linear_data.hpp"
-#include "objectives/linear_model_cpu.hpp"
-#include "objectives/linear_model_cpu_sparse.hpp"
+#include "objectives/linear/linear_data.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cpu_sparse.hpp"
 #include "delays/delay_registry.hpp"
-#include "objectives/charlm.hpp"
+#include "objectives/charlm/charlm.hpp"
 #include "objectives/objective_factory.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
@@ -36,7 +36,7 @@
 #include "src/config/config.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/cpu_target.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/run_file.hpp"
@@ -47,7 +47,7 @@
 #include "src/pipeline/simulator.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "src/run/runner.hpp"
-#include "src/run/sweep.hpp"
+#include "src/sweep/sweep.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -3,8 +3,8 @@
 #include lines: each folder may include headers only from the folders listed for it, so the
 dependencies point one way
 
-    core <- config <- {backend, pipeline} <- io <- {objectives, delays} <- optimizers <- run
-         <- commands <- cli (and the Python module)
+    core <- config <- {backend, pipeline} <- io <- {objectives, delays} <- optimizers
+         <- {checks, theory} <- run <- sweep <- commands <- cli (and the Python module)
 
 (objectives and delays never include each other; optimizers never include io). The front ends
 (src/cli and the Python module) hold no command logic: they call src/commands, never the engines
@@ -25,11 +25,16 @@ BELOW = {
     "objectives": {"src/core", "src/config", "src/backend", "src/io"},
     "delays": {"src/core", "src/config", "src/pipeline", "src/io"},
     "optimizers": {"src/core", "src/config", "src/backend", "src/pipeline", "objectives", "delays"},
-    "src/run": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers"},
+    "src/checks": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers"},
+    "src/theory": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers"},
+    "src/run": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers",
+                "src/checks", "src/theory"},
+    "src/sweep": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers",
+                  "src/checks", "src/theory", "src/run"},
     "src/commands": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays",
-                     "optimizers", "src/run"},
+                     "optimizers", "src/checks", "src/theory", "src/run", "src/sweep"},
     "src/cli": {"src/core", "src/config", "src/backend", "src/pipeline", "src/io", "objectives", "delays", "optimizers",
-                "src/run", "src/commands"},
+                "src/checks", "src/theory", "src/run", "src/sweep", "src/commands"},
 }
 
 

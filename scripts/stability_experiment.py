@@ -6,7 +6,7 @@ For each method and pipeline depth S (PipeDream, PACI with a = 1, 2BW with m = S
 constant delay δ (RPD), this
 
   1. asks `stale stability` for the predicted largest stable step γ_max (bisection on the
-     spectral radius of the one-period operator, src/run/stability.hpp) and for ρ(γ) on a
+     spectral radius of the one-period operator, src/theory/stability.hpp) and for ρ(γ) on a
      grid of step sizes γ = 2^(i/4) around it;
   2. runs the method itself (`stale run`, full-batch gradients: experiments/
      stability_quadratic.toml has one batch) at every grid γ and calls a run diverged when

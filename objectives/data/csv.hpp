@@ -5,7 +5,7 @@
 // skipped. Every malformed line is a UserError naming file:line and what is wrong.
 #include <string>
 
-#include "objectives/linear_data.hpp"
+#include "objectives/linear/linear_data.hpp"
 
 namespace stale {
 

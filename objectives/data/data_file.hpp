@@ -12,7 +12,7 @@
 // names the file.
 #include <string>
 
-#include "objectives/linear_data.hpp"
+#include "objectives/linear/linear_data.hpp"
 
 namespace stale {
 

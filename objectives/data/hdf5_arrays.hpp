@@ -4,7 +4,7 @@
 // (src/io/h5.hpp), so this file never includes <hdf5.h>.
 #include <string>
 
-#include "objectives/linear_data.hpp"
+#include "objectives/linear/linear_data.hpp"
 
 namespace stale {
 

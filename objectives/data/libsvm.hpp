@@ -5,7 +5,7 @@
 // with objective.storage, as CSR (LinearData::X_sparse) for data whose dense X would not fit.
 #include <string>
 
-#include "objectives/linear_data.hpp"
+#include "objectives/linear/linear_data.hpp"
 
 namespace stale {
 

@@ -79,7 +79,7 @@ class StageModel:
 
 def batch_offsets(n: int, batch_size: int) -> np.ndarray:
     """The harness's fixed partition of n samples into M = n // batch_size near-equal batches
-    (objectives/linear_data.cpp partition_batches: the first n mod M batches get one sample more):
+    (objectives/linear/linear_data.cpp partition_batches: the first n mod M batches get one sample more):
     M + 1 offsets. A partition that cannot be made is a one-line stale.ConfigError."""
     n, batch_size = int(n), int(batch_size)
     if batch_size < 1:

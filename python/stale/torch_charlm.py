@@ -3,7 +3,7 @@ same stages, parameter layout, data and initial weights as the C++ twin, so that
 through stale.torch is the built-in `charlm` run to rounding (tests/python/test_stage_model_torch_charlm.py).
 
     stage 0          x = wte[tok] + wpe[t]                      (wte [V, E], wpe [T, E])
-    stage 1 … S−2    x += attn(ln1(x)); x += mlp(ln2(x))        (llm.c's tensor order, objectives/charlm.hpp)
+    stage 1 … S−2    x += attn(ln1(x)); x += mlp(ln2(x))        (llm.c's tensor order, objectives/charlm/charlm.hpp)
     stage S−1        logits = ln_f(x) W_lmᵀ                     (no bias)
     loss             mean cross-entropy over the B·T positions
 

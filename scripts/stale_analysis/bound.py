@@ -9,7 +9,7 @@ PACI, 2BW, the flush methods and LocalSGD with the δ of their simulated schedul
 not diverged. The others are kept and counted by reason, never dropped silently.
 
 A run whose objective has no certified L (the char-level GPT) has its bound evaluated with the
-estimate of L along the run (/theory/L_source "estimated …", src/run/smoothness_estimator.hpp):
+estimate of L along the run (/theory/L_source "estimated …", src/theory/smoothness_estimator.hpp):
 a LOWER estimate of L, so such a bound is an estimate, not a certificate, and a violation of it
 may be the estimate's fault. Every table and legend here says "estimated L" for those runs.
 """

@@ -23,9 +23,9 @@
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
 #include "src/run/checkpoint.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/run/interrupt.hpp"
-#include "src/run/resource_estimate.hpp"
+#include "src/checks/resource_estimate.hpp"
 #include "src/run/runner.hpp"
 
 #ifdef _OPENMP
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", one_line(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
-    // the resource estimate (src/run/resource_estimate.hpp) should have refused this config
+    // the resource estimate (src/checks/resource_estimate.hpp) should have refused this config
     std::fprintf(stderr, "error: out of memory; the config asks for more than this machine has (reduce objective.dim, "
                          "objective.samples, delay.max or method.updates, or set STALE_MEMORY_LIMIT), and please "
                          "report the config: the resource estimate missed it\n");

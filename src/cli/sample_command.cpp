@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "objectives/charlm.hpp"
+#include "objectives/charlm/charlm.hpp"
 #include "objectives/objective_factory.hpp"
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"

@@ -1,8 +1,8 @@
 #pragma once
 // `stale stability CONFIG [key=value ...] [--lr γ ...] [--order cyclic|expected]
 //  [--solver auto|dense|power|eigen]`: for a quadratic objective and a method's periodic
-// delay pattern (src/run/stability_pattern.hpp), print the spectral radius ρ(γ) of the
-// one-period transition operator and the largest stable step γ_max (src/run/stability.hpp).
+// delay pattern (src/theory/stability_pattern.hpp), print the spectral radius ρ(γ) of the
+// one-period transition operator and the largest stable step γ_max (src/theory/stability.hpp).
 #include <CLI/CLI.hpp>
 
 namespace stale {

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "src/run/sweep.hpp"
+#include "src/sweep/sweep.hpp"
 
 namespace stale {
 

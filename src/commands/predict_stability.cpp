@@ -4,10 +4,10 @@
 #include <string>
 #include <utility>
 
-#include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
 #include "src/core/error.hpp"
-#include "src/run/stability_pattern.hpp"
+#include "src/theory/stability_pattern.hpp"
 
 namespace stale {
 

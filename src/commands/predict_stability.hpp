@@ -1,6 +1,6 @@
 #pragma once
 // `stability`: the spectral radius of a stale method's one-period recursion on a quadratic at
-// given step sizes, and the largest stable step (src/run/stability.hpp has the theory). The one
+// given step sizes, and the largest stable step (src/theory/stability.hpp has the theory). The one
 // implementation behind `stale stability` and stale.stability(): front ends parse into a
 // StabilityRequest and format the StabilityReport.
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "src/config/config.hpp"
-#include "src/run/stability.hpp"
+#include "src/theory/stability.hpp"
 
 namespace stale {
 

@@ -105,7 +105,7 @@ const std::vector<KeySpec>& config_schema() {
 // Upper bounds on integer keys: what is read as a 32-bit int (sizes, counts) stops at
 // 2^31 − 1, counts of updates and cadences at 10^12, and S at 10^6, so that K·S and every
 // product the runner forms stays far inside int64. Memory is the resource estimate's job
-// (src/run/resource_estimate.hpp), not these bounds.
+// (src/checks/resource_estimate.hpp), not these bounds.
 namespace {
 using namespace keys;
 
@@ -215,7 +215,7 @@ const std::vector<KeySpec>& table() {
           "full-data gradient per update, 13× the run)",
           {"auto", "true", "false"}),
       Str("log.L_estimate", "auto",
-          "estimate the smoothness constant L along the run (src/run/smoothness_estimator.hpp): the largest "
+          "estimate the smoothness constant L along the run (src/theory/smoothness_estimator.hpp): the largest "
           "‖∇f(x) − ∇f(y)‖/‖x − y‖ over consecutive logged iterates, from the gradients the log already computes "
           "(O(d) per logged row). It is a LOWER estimate of L; the bound uses it only where the objective has no certified "
           "L, and is then labelled an estimate (/theory/L_source, the summary line, the index column L_estimated). "

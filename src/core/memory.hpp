@@ -27,7 +27,7 @@ std::string format_count(double x);
 std::optional<double> parse_bytes(const std::string& text);
 
 // One large allocation (or file) a config will cause, named by the keys that drive its size:
-// the unit of the resource estimate (src/run/resource_estimate.hpp), which each component's
+// the unit of the resource estimate (src/checks/resource_estimate.hpp), which each component's
 // registry entry contributes to.
 struct ResourceItem {
   std::string what;  // "data X (n × d)"

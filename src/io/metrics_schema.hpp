@@ -5,7 +5,7 @@
 // columns goes through the tables: the run file (src/io/run_file.cpp: datasets, their `unit` and
 // `description` attributes, resume), the in-memory run and the Python module
 // (python/stale_module.cpp), checkpoints (split_row/join_row), the sweep index
-// (src/run/sweep_index.cpp, src/io/sweep_index_file.cpp) and `stale schema` — whose `--json`
+// (src/sweep/sweep_index.cpp, src/io/sweep_index_file.cpp) and `stale schema` — whose `--json`
 // is what scripts/check_metrics_schema.py compares scripts/stale_analysis/schema.py with. A new
 // series is one MetricsRow member and one row here.
 #include <cmath>

@@ -428,7 +428,7 @@ void RunFile::write_theory(const TheoryConstants& t) {
     h5::write_attr(g.id(), "L_estimate_seconds", t.L_estimate_seconds);
     h5::write_attr(g.id(), "L_estimate_note",
                    std::string("a lower estimate of L (the largest curvature seen along this run's logged iterates; "
-                               "src/run/smoothness_estimator.hpp), not a certified constant"));
+                               "src/theory/smoothness_estimator.hpp), not a certified constant"));
   }
   h5::write_attr(g.id(), "exact_mean", int64_t{t.exact_mean});
   if (std::isfinite(t.f_low)) h5::write_attr(g.id(), "f_low", t.f_low);  // Δ₀ = f(w₀) − f_low (f_* unknown)

@@ -28,7 +28,7 @@ struct TheoryConstants {
   int64_t stages = 0, updates = 0;
   bool L_exact = false;
   // "certified" (the objective's L: exact, or an upper bound when L_exact is false), "estimated
-  // (<L_estimate_method>)" (src/run/smoothness_estimator.hpp: a LOWER estimate, so the bound with
+  // (<L_estimate_method>)" (src/theory/smoothness_estimator.hpp: a LOWER estimate, so the bound with
   // it is an estimate, not a certificate), or "none" (no L: the bound is NaN)
   std::string L_source = "certified";
   // the estimate, also beside a certified L when log.L_estimate = true (empty method: not estimated)

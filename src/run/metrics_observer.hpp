@@ -6,7 +6,7 @@
 //   2 S Δ_0 / (γ K) + γ S L G² + γ² L² δ² G²
 //
 // with L and f_* from the objective and δ from the delay model. An objective that knows no L
-// (the char-level GPT) gets L̂, the running estimate of src/run/smoothness_estimator.hpp over
+// (the char-level GPT) gets L̂, the running estimate of src/theory/smoothness_estimator.hpp over
 // the logged iterates so far (log.L_estimate; a lower estimate of L, so that bound is labelled
 // an estimate), and Δ₀ from its certified lower bound f_low when f_* is unknown. An
 // IterateTracker keeps f and ∇f current under block changes, so metrics every update stay cheap.
@@ -20,7 +20,7 @@
 
 #include "optimizers/method.hpp"
 #include "src/io/run_log.hpp"
-#include "src/run/smoothness_estimator.hpp"
+#include "src/theory/smoothness_estimator.hpp"
 
 namespace stale {
 
@@ -36,7 +36,7 @@ struct MetricsOptions {
   double divergence = 1e6;
   // stop as if interrupted once k ≥ stop_after (0: never; tests of checkpoint and resume)
   int64_t stop_after = 0;
-  // estimate L along the run (src/run/smoothness_estimator.hpp); the bound uses the estimate
+  // estimate L along the run (src/theory/smoothness_estimator.hpp); the bound uses the estimate
   // only where the objective has no certified L
   bool estimate_L = false;
   int L_power_steps = 0;

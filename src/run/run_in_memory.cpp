@@ -5,8 +5,8 @@
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
-#include "src/run/config_rules.hpp"
-#include "src/run/resource_estimate.hpp"
+#include "src/checks/config_rules.hpp"
+#include "src/checks/resource_estimate.hpp"
 #include "src/run/run_session.hpp"
 
 namespace stale {

@@ -17,10 +17,10 @@
 #include "src/core/error.hpp"
 #include "src/core/sha256.hpp"
 #include "src/io/write_lock.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/run/interrupt.hpp"
 #include "src/run/metrics_observer.hpp"
-#include "src/run/resource_estimate.hpp"
+#include "src/checks/resource_estimate.hpp"
 #include "src/run/run_session.hpp"
 
 namespace stale {

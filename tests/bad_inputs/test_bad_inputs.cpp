@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("bad_inputs");
 

@@ -22,10 +22,10 @@
 #include <chrono>
 #include <string>
 
-#include "objectives/charlm.hpp"
-#include "objectives/charlm_cpu.hpp"
-#include "objectives/charlm_cuda.hpp"
-#include "objectives/charlm_cuda_engine.hpp"
+#include "objectives/charlm/charlm.hpp"
+#include "objectives/charlm/charlm_cpu.hpp"
+#include "objectives/charlm/charlm_cuda.hpp"
+#include "objectives/charlm/charlm_cuda_engine.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "src/backend/backend.hpp"
 

@@ -24,9 +24,9 @@
 #include <chrono>
 #include <vector>
 
-#include "objectives/linear_cuda_engine.hpp"
-#include "objectives/linear_model_cpu.hpp"
-#include "objectives/linear_model_cuda.hpp"
+#include "objectives/linear/linear_cuda_engine.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cuda.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/rng.hpp"
 

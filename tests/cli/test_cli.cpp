@@ -6,7 +6,7 @@
 
 #include "src/io/h5.hpp"
 #include "tests/support/configs.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("cli");
 

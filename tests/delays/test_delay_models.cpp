@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "delays/delay_model.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("delays");
 

@@ -9,8 +9,8 @@
 #include "delays/delay_model.hpp"
 #include "delays/delay_registry.hpp"
 #include "src/run/run_in_memory.hpp"
-#include "src/run/sweep.hpp"
-#include "tests/test_util.hpp"
+#include "src/sweep/sweep.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("delays");
 
@@ -79,7 +79,7 @@ TEST_CASE("AKeyDeclaredInAComponentsFileIsASchemaKeyAndRenamesNoRun") {
   // The sweep's run name of a config that leaves delay.profile at its default is the name it had
   // before the key existed (pinned with the binary of commit 090f6e9, `stale sweep` of
   // experiments/quickstart.toml with method.updates=3, seed 0). A new key in schema.cpp's own
-  // table renames every run (src/run/sweep_spec.cpp, kRunNameVersion): update the pin then.
+  // table renames every run (src/sweep/sweep_spec.cpp, kRunNameVersion): update the pin then.
   Config q = Config::from_file(std::string(STALE_SOURCE_DIR) + "/experiments/quickstart.toml");
   q.set("method.updates", ConfigValue(int64_t{3}), "test");
   CHECK(config_hash(q) == "a75759b66472eef8");

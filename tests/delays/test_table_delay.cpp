@@ -12,7 +12,7 @@
 #include "src/io/h5.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "src/run/runner.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("delays");
 

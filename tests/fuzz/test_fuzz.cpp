@@ -25,10 +25,10 @@
 #include "src/config/config.hpp"
 #include "src/core/error.hpp"
 #include "src/core/rng.hpp"
-#include "src/run/resource_estimate.hpp"
-#include "src/run/sweep.hpp"
-#include "tests/fuzz/fuzz_harness.hpp"
-#include "tests/test_util.hpp"
+#include "src/checks/resource_estimate.hpp"
+#include "src/sweep/sweep.hpp"
+#include "tests/support/fuzz_harness.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("fuzz");
 

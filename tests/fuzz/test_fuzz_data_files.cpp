@@ -29,8 +29,8 @@
 #include "src/io/run_file.hpp"
 #include "src/io/sweep_index_file.hpp"
 #include "src/run/runner.hpp"
-#include "tests/fuzz/fuzz_harness.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/fuzz_harness.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("fuzz");
 

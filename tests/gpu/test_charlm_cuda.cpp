@@ -1,5 +1,5 @@
 // The CUDA twin of the character-level GPT (objectives/charlm_cuda*.{cu,cpp}) against its
-// CPU twin (objectives/charlm_cpu.cpp), the reference every kernel is held to:
+// CPU twin (objectives/charlm/charlm_cpu.cpp), the reference every kernel is held to:
 //  - each kind of stage (embedding, transformer block, head), forward and backward, on
 //    random inputs at awkward sizes (E not a multiple of 32, T above one warp, odd heads);
 //  - the whole model: mini-batch and full value/gradient, block gradients, validation loss,
@@ -14,14 +14,14 @@
 // Each test skips with a message when no device is present (or when this binary holds the
 // stub of the charlm CUDA twin, e.g. the host emulation of tests/gpu/host_emulation, which
 // emulates the linear models' kernels only), and fails under STALE_REQUIRE_GPU=1 when no
-// device is present (tests/gpu/gpu_test_util.hpp).
+// device is present (tests/support/gpu_test_util.hpp).
 #include <doctest/doctest.h>
 
-#include "objectives/charlm.hpp"
-#include "objectives/charlm_cpu.hpp"
-#include "objectives/charlm_cuda.hpp"
-#include "objectives/charlm_cuda_engine.hpp"
-#include "tests/gpu/gpu_test_util.hpp"
+#include "objectives/charlm/charlm.hpp"
+#include "objectives/charlm/charlm_cpu.hpp"
+#include "objectives/charlm/charlm_cuda.hpp"
+#include "objectives/charlm/charlm_cuda_engine.hpp"
+#include "tests/support/gpu_test_util.hpp"
 
 TEST_SUITE_BEGIN("gpu");
 

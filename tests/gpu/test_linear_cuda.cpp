@@ -1,4 +1,4 @@
-// The CUDA linear models against their CPU twin (objectives/linear_model_cpu.cpp): every
+// The CUDA linear models against their CPU twin (objectives/linear/linear_model_cpu.cpp): every
 // Objective entry point — full value and gradient, mini-batch value and gradient, block
 // gradients, the stage-wise forward / loss head / backward, and the batched gradients —
 // agrees on random points, at awkward sizes (d not a multiple of 32, S not dividing d,
@@ -8,14 +8,14 @@
 // backend ends at the same iterate to 1e-10.
 //
 // Each test skips with a message when no device is present and fails under
-// STALE_REQUIRE_GPU=1 (tests/gpu/gpu_test_util.hpp).
+// STALE_REQUIRE_GPU=1 (tests/support/gpu_test_util.hpp).
 #include <doctest/doctest.h>
 
 #include <cstring>
 
-#include "objectives/linear_model_cuda.hpp"
+#include "objectives/linear/linear_model_cuda.hpp"
 #include "src/run/runner.hpp"
-#include "tests/gpu/gpu_test_util.hpp"
+#include "tests/support/gpu_test_util.hpp"
 
 TEST_SUITE_BEGIN("gpu");
 

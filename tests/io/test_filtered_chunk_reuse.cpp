@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "src/io/h5.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("io");
 

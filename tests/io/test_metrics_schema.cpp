@@ -8,7 +8,7 @@
 #include "src/io/h5.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/run/runner.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("io");
 

@@ -14,7 +14,7 @@
 #include "src/run/runner.hpp"
 #include "tests/support/configs.hpp"
 #include "tests/support/skip.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("io");
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "objectives/cache_records.hpp"
-#include "objectives/linear_constants_cache.hpp"
-#include "objectives/normal_draw_cache.hpp"
-#include "tests/test_util.hpp"
+#include "objectives/linear/linear_constants_cache.hpp"
+#include "objectives/linear/normal_draw_cache.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 

@@ -7,15 +7,15 @@
 #include <cmath>
 #include <functional>
 
-#include "objectives/charlm.hpp"
-#include "objectives/charlm_cpu.hpp"
-#include "objectives/charlm_layers.hpp"
+#include "objectives/charlm/charlm.hpp"
+#include "objectives/charlm/charlm_cpu.hpp"
+#include "objectives/charlm/charlm_layers.hpp"
 #include "objectives/data/libsvm.hpp"
 #include "objectives/objective_factory.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/skip.hpp"
 #include "tests/support/tolerances.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>

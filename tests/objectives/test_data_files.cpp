@@ -9,7 +9,7 @@
 #include "objectives/data/data_file.hpp"
 #include "objectives/objective_factory.hpp"
 #include "src/core/error.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 

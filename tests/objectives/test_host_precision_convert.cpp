@@ -1,5 +1,5 @@
 // The host-side precision conversion of the CUDA twins' transfers
-// (objectives/host_precision_convert.hpp), on the CPU: double → float rounds to nearest even
+// (objectives/charlm/host_precision_convert.hpp), on the CPU: double → float rounds to nearest even
 // (the values a device-side __double2float_rn gives), float → double is exact, every element
 // is written once, and the result is the same for every thread split.
 #include <doctest/doctest.h>
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "objectives/host_precision_convert.hpp"
+#include "objectives/charlm/host_precision_convert.hpp"
 #include "src/core/rng.hpp"
 
 TEST_SUITE_BEGIN("objectives");

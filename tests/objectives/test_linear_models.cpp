@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "objectives/data/libsvm.hpp"
-#include "objectives/linear_constants.hpp"
-#include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear/linear_constants.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/tolerances.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 
@@ -164,7 +164,7 @@ TEST_CASE("LibsvmLoaderRejectsMalformedLinesWithFileAndLine") {
   CHECK_THROWS_WITH_AS(load_libsvm((dir / "bad.libsvm").string()), doctest::Contains("bad.libsvm:2"), UserError);
 }
 
-// precision = "tf32" is the char-level GPT's tensor-core mode (objectives/charlm_cuda_engine.cu): a
+// precision = "tf32" is the char-level GPT's tensor-core mode (objectives/charlm/charlm_cuda_engine.cu): a
 // linear model refuses it with the key named, on either backend, before any data is made
 TEST_CASE("LinearModelsRefuseTf32Precision") {
   for (const char* name : {"quadratic", "logistic"}) {

@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "objectives/linear_stage_product.hpp"
+#include "objectives/linear/linear_stage_product.hpp"
 #include "src/core/rng.hpp"
 
 TEST_SUITE_BEGIN("objectives");

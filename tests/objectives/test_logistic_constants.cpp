@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "objectives/linear_constants.hpp"
-#include "objectives/linear_model_cpu.hpp"
-#include "tests/test_util.hpp"
+#include "objectives/linear/linear_constants.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 

@@ -1,5 +1,5 @@
 // The smooth nonconvex regulariser r(w) = λ Σ w²/(1 + w²) of the linear models
-// (objective.nonconvex_reg, objectives/nonconvex_regularizer.hpp): the constants it states
+// (objective.nonconvex_reg, objectives/linear/nonconvex_regularizer.hpp): the constants it states
 // (L = L_convex + 2λ, no μ, f_* replaced by the certified lower bound 0) hold against numerical
 // estimates — the largest gradient-difference ratio over random pairs and power iteration on
 // Hessian-vector products — and the exact-metrics trackers still give the exact f and ‖∇f‖²
@@ -11,11 +11,11 @@
 #include <cmath>
 #include <string>
 
-#include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/tolerances.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 

@@ -1,4 +1,4 @@
-// LIBSVM data stored sparse (objective.storage = "sparse", objectives/linear_model_cpu_sparse.hpp)
+// LIBSVM data stored sparse (objective.storage = "sparse", objectives/linear/linear_model_cpu_sparse.hpp)
 // are the dense data in another layout: the CSR twin's loss and gradients (full, batch, block,
 // stage-wise) and whole runs of sgd, rpd and pipedream equal the dense twin's to 1e-12
 // relative (tol::kReordered: the same products summed in another order — nonzeros only,
@@ -17,16 +17,16 @@
 
 #include "objectives/batch_costs.hpp"
 #include "objectives/data/libsvm.hpp"
-#include "objectives/linear_constants_sparse.hpp"
-#include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear/linear_constants_sparse.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
 #include "src/core/error.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/skip.hpp"
 #include "tests/support/tolerances.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 

@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "optimizers/update_rule.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/run/run_in_memory.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 

@@ -17,7 +17,7 @@
 #include "optimizers/schedule_executor.hpp"
 #include "src/config/config.hpp"
 #include "src/pipeline/schedule.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("optimizers");
 

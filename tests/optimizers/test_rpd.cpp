@@ -12,7 +12,7 @@
 #include "src/pipeline/version_store.hpp"
 #include "src/run/metrics_observer.hpp"
 #include "tests/support/observers.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("optimizers");
 

@@ -17,7 +17,7 @@
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/observers.hpp"
 #include "tests/support/tolerances.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("optimizers");
 

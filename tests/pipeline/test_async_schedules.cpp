@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/pipeline_test_util.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
 

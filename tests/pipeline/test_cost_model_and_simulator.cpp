@@ -5,7 +5,7 @@
 #include <string>
 
 #include "src/core/error.hpp"
-#include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/pipeline_test_util.hpp"
 #include "tests/support/user_error.hpp"
 
 TEST_SUITE_BEGIN("pipeline");

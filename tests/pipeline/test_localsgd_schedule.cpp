@@ -1,7 +1,7 @@
 // LocalSGD rounds (docs/theory.md §6): no stale reads, drains between rounds, and R = H = 1 is naive.
 #include <doctest/doctest.h>
 
-#include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/pipeline_test_util.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
 

@@ -8,7 +8,7 @@
 #include "src/io/h5.hpp"
 #include "src/io/schedule_file.hpp"
 #include "src/pipeline/chrome_trace.hpp"
-#include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/pipeline_test_util.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/pipeline_test_util.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
 

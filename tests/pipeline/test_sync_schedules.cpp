@@ -1,7 +1,7 @@
 // Flush schedules: the bubbles the papers state, exactly, on the slot clock.
 #include <doctest/doctest.h>
 
-#include "tests/pipeline/pipeline_test_util.hpp"
+#include "tests/support/pipeline_test_util.hpp"
 
 TEST_SUITE_BEGIN("pipeline");
 

@@ -19,7 +19,7 @@
 #include "src/io/h5.hpp"
 #include "tests/support/observers.hpp"
 #include "tests/support/tolerances.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("reference");
 

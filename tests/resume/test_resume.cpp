@@ -14,8 +14,8 @@
 #include "src/io/run_file.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/run/runner.hpp"
-#include "src/run/sweep.hpp"
-#include "tests/test_util.hpp"
+#include "src/sweep/sweep.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 namespace fs = std::filesystem;

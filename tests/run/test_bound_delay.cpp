@@ -13,7 +13,7 @@
 #include "src/pipeline/schedule.hpp"
 #include "src/run/runner.hpp"
 #include "tests/support/configs.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 

@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "src/core/error.hpp"
-#include "src/run/config_rules.hpp"
-#include "src/run/sweep.hpp"
-#include "tests/test_util.hpp"
+#include "src/checks/config_rules.hpp"
+#include "src/sweep/sweep.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 namespace fs = std::filesystem;

@@ -8,9 +8,9 @@
 
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/run/runner.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 

@@ -18,8 +18,8 @@
 #include "src/backend/backend.hpp"
 #include "src/io/h5.hpp"
 #include "src/run/runner.hpp"
-#include "src/run/sweep.hpp"
-#include "tests/test_util.hpp"
+#include "src/sweep/sweep.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 namespace fs = std::filesystem;

@@ -9,9 +9,9 @@
 #include "src/io/h5.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "src/run/runner.hpp"
-#include "src/run/stability_pattern.hpp"
+#include "src/theory/stability_pattern.hpp"
 #include "tests/support/user_error.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 

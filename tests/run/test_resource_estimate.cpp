@@ -1,4 +1,4 @@
-// The resource estimate (src/run/resource_estimate.hpp): every committed experiment passes it
+// The resource estimate (src/checks/resource_estimate.hpp): every committed experiment passes it
 // on a modest budget (no false refusals), each driver of a large allocation is named when it
 // alone exceeds the budget, and products of in-range keys never overflow.
 #include <doctest/doctest.h>
@@ -7,14 +7,14 @@
 #include <filesystem>
 #include <tuple>
 
-#include "objectives/charlm.hpp"
+#include "objectives/charlm/charlm.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/pipeline/schedule.hpp"
-#include "src/run/resource_estimate.hpp"
-#include "tests/test_util.hpp"
+#include "src/checks/resource_estimate.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("run");
 

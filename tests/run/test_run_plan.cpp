@@ -9,7 +9,7 @@
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
 #include "src/run/runner.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 

@@ -1,4 +1,4 @@
-// The smoothness estimate along a run (src/run/smoothness_estimator.hpp, log.L_estimate): on least
+// The smoothness estimate along a run (src/theory/smoothness_estimator.hpp, log.L_estimate): on least
 // squares, whose L is exact, it never exceeds L and comes within a stated factor of it; a run of
 // the char-level GPT (no certified L) writes the bound with the estimate and says so everywhere
 // (/theory, the bound's series, the summary line, the index), a run with a certified L says
@@ -13,10 +13,10 @@
 #include "src/io/sweep_index_file.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "src/run/runner.hpp"
-#include "src/run/smoothness_estimator.hpp"
+#include "src/theory/smoothness_estimator.hpp"
 #include "tests/support/configs.hpp"
 #include "tests/support/skip.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 

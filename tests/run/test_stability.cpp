@@ -14,13 +14,13 @@
 #include <sstream>
 
 #include "delays/delay_model.hpp"
-#include "objectives/linear_model_cpu.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
-#include "src/run/stability.hpp"
-#include "src/run/stability_pattern.hpp"
+#include "src/theory/stability.hpp"
+#include "src/theory/stability_pattern.hpp"
 #include "tests/support/observers.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("run");
 

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "src/core/error.hpp"
-#include "src/run/sweep.hpp"
+#include "src/sweep/sweep.hpp"
 #include "tests/support/configs.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("run");
 

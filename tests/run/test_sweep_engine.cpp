@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "src/io/h5.hpp"
-#include "src/run/sweep.hpp"
+#include "src/sweep/sweep.hpp"
 #include "tests/support/configs.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 using namespace stale;
 namespace fs = std::filesystem;

@@ -24,8 +24,8 @@
 
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
-#include "objectives/linear_losses.hpp"
-#include "objectives/linear_model_cuda_kernels.cuh"
+#include "objectives/linear/linear_losses.hpp"
+#include "objectives/linear/linear_model_cuda_kernels.cuh"
 #include "src/core/error.hpp"
 
 struct CUstream_st {
@@ -333,7 +333,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
   return gemm(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-// ---- the residual kernel (objectives/linear_model_cuda_kernels.cu), run on the host ------------
+// ---- the residual kernel (objectives/linear/linear_model_cuda_kernels.cu), run on the host ------------
 namespace stale::cuda {
 
 template <class Loss, class T>

@@ -2,7 +2,7 @@
 # Runs the linear models' GPU suite (tests/gpu/test_linear_cuda.cpp) on a host emulation of CUDA and cuBLAS, for machines
 # without a GPU (this project's CI and most development machines).
 #
-# What it checks: the host code of objectives/linear_model_cuda.cu — every cuBLAS call's
+# What it checks: the host code of objectives/linear/linear_model_cuda.cu — every cuBLAS call's
 # shapes, leading dimensions, transposes and pointer offsets, the copy directions and sizes,
 # the grouping and packing of batched points, the precision conversions, the stream
 # ordering (queued work runs only at synchronisation) — against the CPU twin, with the
@@ -45,7 +45,7 @@ compile() {  # source object [extra flags]
 
 echo "host emulation: compiling into $OUT"
 OBJS=()
-compile "$ROOT/objectives/linear_model_cuda.cu" "$OUT/linear_model_cuda.o" -x c++ && OBJS+=("$OUT/linear_model_cuda.o")
+compile "$ROOT/objectives/linear/linear_model_cuda.cu" "$OUT/linear_model_cuda.o" -x c++ && OBJS+=("$OUT/linear_model_cuda.o")
 compile "$ROOT/src/backend/cuda_runtime.cu" "$OUT/cuda_runtime.o" -x c++ && OBJS+=("$OUT/cuda_runtime.o")
 compile "$EMU/emulation.cpp" "$OUT/emulation.o" && OBJS+=("$OUT/emulation.o")
 compile "$ROOT/tests/test_main.cpp" "$OUT/test_main.o" && OBJS+=("$OUT/test_main.o")
@@ -57,7 +57,7 @@ for t in "$ROOT"/tests/gpu/test_linear_cuda.cpp; do
 done
 # every other CUDA seam is linked as its "built without CUDA" stub, so that no real device
 # object (and no real CUDA runtime) is pulled from a CUDA build's archives
-for stub in "$ROOT"/objectives/*_nocuda.cpp; do
+for stub in "$ROOT"/objectives/*/*_nocuda.cpp; do
   case $stub in *linear_model_cuda_nocuda.cpp) continue ;; esac
   o=$OUT/$(basename "$stub" .cpp).stub.o
   compile "$stub" "$o" && OBJS+=("$o")

@@ -1,0 +1,192 @@
+#include "src/checks/resource_estimate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "delays/delay_registry.hpp"
+#include "objectives/objective_registry.hpp"
+#include "optimizers/method_registry.hpp"
+#include "optimizers/update_rule.hpp"
+#include "src/core/error.hpp"
+#include "src/core/memory.hpp"
+#include "src/pipeline/schedule.hpp"
+
+namespace stale {
+
+namespace {
+
+constexpr double kDouble = 8.0;
+// a schedule op (8 bytes) plus what the simulator records for it (start, end, the reads it
+// resolves): a deliberate over-count, so that a schedule of 10^9 ops is refused up front
+constexpr double kBytesPerOp = 48.0;
+constexpr double kMetricSeries = 24.0;       // /metrics/* columns, 8 bytes each per row
+constexpr double kMaxDelayEntries = 1e7;     // RunLog::kMaxDelayEntries
+
+std::string num(double x) { return format_count(x); }
+
+// the memory a run needs for the largest items, for messages: "a (keys): 1.2 GiB"
+std::string describe(const std::vector<ResourceItem>& items, double total) {
+  std::vector<ResourceItem> sorted = items;
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  std::string out;
+  int shown = 0;
+  for (const auto& it : sorted) {
+    if (shown == 3 || (shown > 0 && it.bytes < 0.1 * total)) break;
+    out += (shown ? "; " : "") + it.what + " (" + it.keys + "): " + format_bytes(it.bytes);
+    ++shown;
+  }
+  return out;
+}
+
+std::string key_names(const std::vector<ResourceItem>& items) {
+  // the keys of the largest item, for the advice: "reduce objective.samples or objective.dim"
+  const auto it = std::max_element(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  std::string keys = it->keys.substr(0, it->keys.find(" = "));
+  for (size_t p = keys.find(" / "); p != std::string::npos; p = keys.find(" / ")) keys.replace(p, 3, " × ");
+  std::string out;
+  size_t pos = 0;
+  while (pos < keys.size()) {
+    const size_t next = keys.find(" × ", pos);
+    std::string k = keys.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    if (const auto sq = k.find("²"); sq != std::string::npos) k.erase(sq);
+    if (k.find('.') != std::string::npos && out.find(k) == std::string::npos) out += (out.empty() ? "" : " or ") + k;
+    if (next == std::string::npos) break;
+    pos = next + std::string(" × ").size();
+  }
+  return out;
+}
+
+}  // namespace
+
+double ResourceEstimate::memory_bytes() const {
+  double s = 0;
+  for (const auto& i : memory) s += i.bytes;
+  return s;
+}
+double ResourceEstimate::disk_bytes() const {
+  double s = 0;
+  for (const auto& i : disk) s += i.bytes;
+  return s;
+}
+
+ResourceEstimate estimate_resources(const Config& cfg) {
+  ResourceEstimate e;
+  // everything in double: products of keys up to 2^31 overflow no integer here. What each
+  // component takes comes from its registry entry: the objective's footprint, the method's
+  // kind and schedule, the delay model's versions.
+  const MethodEntry& method = method_entry(cfg.get_string("method.name"));
+  const DelayEntry& delay = delay_entry(cfg.get_string("delay.name"));
+  const double K = static_cast<double>(cfg.get_int("method.updates"));
+  const double S = static_cast<double>(cfg.get_int("objective.stages"));
+  const bool schedule_method = method.kind == MethodKind::ScheduleDriven;
+  const bool delay_driven = method.kind == MethodKind::DelayDriven;
+
+  const ObjectiveEntry& objective = objective_entry(cfg.get_string("objective.name"));
+  ObjectiveFootprint fp;
+  if (objective.footprint) fp = objective.footprint(cfg, FootprintContext{schedule_method ? S : 1.0});
+  const double d = fp.parameters;
+  const double elem = fp.element_bytes;
+  const std::string& d_keys = fp.parameter_keys;
+  e.memory.insert(e.memory.end(), fp.memory.begin(), fp.memory.end());
+
+  if (d > 0) {
+    const double state = update_rule_entry(cfg.get_string("method.optimizer")).state_per_coordinate;
+    if (delay_driven && delay.versions_held) {
+      const double versions = delay.versions_held(cfg, S);
+      e.memory.push_back({"version store",
+                          (delay.simulates_schedule ? "objective.stages × " : "delay.max × ") + d_keys + " = " +
+                              num(delay.simulates_schedule ? S : versions - 1) + " × " + num(d),
+                          versions * d * elem});
+    }
+    if (schedule_method) {
+      e.memory.push_back({"stashed weight versions", "objective.stages × " + d_keys + " = " + num(S) + " × " + num(d),
+                          (S + 1 + state) * d * elem});
+      if (schedule_info(method.schedule).replicated) {
+        double R = static_cast<double>(cfg.get_int("method.replicas"));
+        if (R == 0) R = S;
+        e.memory.push_back({"model replicas", "method.replicas × " + d_keys + " = " + num(R) + " × " + num(d),
+                            R * (2 + state) * d * elem});
+      }
+    }
+  }
+
+  // the schedule as data: ~3 ops (F, B, W) per stage per micro-batch; K updates need about
+  // K / S micro-batches of S stages each when M is left to the executor
+  const bool simulates = schedule_method || (delay_driven && delay.simulates_schedule);
+  if (simulates) {
+    const double M = static_cast<double>(cfg.get_int("method.microbatches"));
+    double chunks = static_cast<double>(cfg.get_int("method.chunks"));
+    if (chunks == 0) chunks = 1;
+    const double budget = cfg.get_float("method.time_budget");
+    if (budget > 0) {
+      // a time budget runs every micro-batch that fits: each stage spends at least t_F + t_B
+      // per micro-batch, so M ≤ budget / min(t_F + t_B); the search builds up to twice that
+      const auto fw = cfg.get_floats("costs.forward"), bw = cfg.get_floats("costs.backward");
+      const double per_mb = *std::min_element(fw.begin(), fw.end()) + *std::min_element(bw.begin(), bw.end());
+      if (!(per_mb > 0))
+        throw UserError("config: method.time_budget = " + num(budget) +
+                        " with zero-duration ops (costs.forward + costs.backward = 0 on a stage) never runs out; "
+                        "give positive costs or use method.updates");
+      const double M_budget = budget / per_mb;
+      e.memory.push_back({"simulated schedule",
+                          "method.time_budget / (costs.forward + costs.backward) = " + num(budget) + " / " + num(per_mb),
+                          2 * 3 * M_budget * S * chunks * kBytesPerOp});
+    } else {
+      const double ops = M > 0 ? 3 * M * S * chunks : 3 * K;
+      e.memory.push_back({"simulated schedule",
+                          M > 0 ? "method.microbatches × objective.stages = " + num(M) + " × " + num(S)
+                                : "method.updates = " + num(K),
+                          ops * kBytesPerOp});
+    }
+  }
+  const bool stale_reads = method.kind != MethodKind::Fresh;
+  if (stale_reads && cfg.get_bool("log.delays"))
+    e.memory.push_back({"delay table", "method.updates × objective.stages = " + num(K) + " × " + num(S),
+                        std::min(K * S, kMaxDelayEntries) * kDouble});
+
+  // the run file
+  const double every = static_cast<double>(cfg.get_int("log.every"));
+  e.disk.push_back({"metrics", "method.updates / log.every = " + num(K) + " / " + num(every),
+                    (std::floor(K / every) + 2) * kMetricSeries * kDouble});
+  const int64_t ie = cfg.get_int("log.iterates_every");
+  if (d > 0 && ie != 0) {
+    const double cadence = ie > 0 ? static_cast<double>(ie) : (d <= 4096 ? every : 16 * every);
+    e.disk.push_back({"iterates", "method.updates / log.iterates_every × " + d_keys + " = " + num(K) + " / " +
+                                      num(cadence) + " × " + num(d),
+                      (std::floor(K / cadence) + 2) * d * kDouble});
+  }
+  if (stale_reads && cfg.get_bool("log.delays"))
+    e.disk.push_back({"delay table", "method.updates × objective.stages = " + num(K) + " × " + num(S),
+                      std::min(K * S, kMaxDelayEntries) * kDouble});
+  return e;
+}
+
+void check_resources(const Config& cfg, const std::string& run_path) {
+  const ResourceEstimate e = estimate_resources(cfg);
+  const double mem = e.memory_bytes();
+  const double budget = memory_budget_bytes();
+  if (!e.memory.empty() && !(mem <= budget))
+    throw UserError("config: this run needs about " + format_bytes(mem) + " of memory but " + memory_budget_source() +
+                    ": " + describe(e.memory, mem) + "; reduce " + key_names(e.memory));
+
+  namespace fs = std::filesystem;
+  std::string path = run_path;
+  if (path.empty()) path = cfg.get_string("log.out").empty() ? "runs/run.h5" : cfg.get_string("log.out");
+  // the nearest folder that exists: the run's folder may be created later
+  fs::path dir = fs::absolute(fs::path(path)).parent_path();
+  std::error_code ec;
+  while (!dir.empty() && !fs::exists(dir, ec) && dir != dir.root_path()) dir = dir.parent_path();
+  const auto space = fs::space(dir, ec);
+  const double disk = e.disk_bytes();
+  // a streamed run finishes by writing a compact copy of its .partial beside it (RunFile::
+  // end_streaming): for that moment the disk holds the run file twice
+  if (!ec && !e.disk.empty() && 2 * disk > static_cast<double>(space.available))
+    throw UserError("config: the run file would take about " + format_bytes(disk) + " and finishing it a copy as large (" +
+                    format_bytes(2 * disk) + " in all) but " + dir.string() + " has " +
+                    format_bytes(static_cast<double>(space.available)) + " free: " + describe(e.disk, disk) +
+                    "; reduce " + key_names(e.disk) + " (or raise the cadence: log.every, log.iterates_every)");
+}
+
+}  // namespace stale
