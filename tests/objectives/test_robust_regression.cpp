@@ -1,4 +1,4 @@
-// Robust regression with the Cauchy loss (objective.name = "robust", objectives/robust_regression.cpp),
+// Robust regression with the Cauchy loss (objective.name = "robust", objectives/linear/robust_regression.cpp),
 // added as one file: its three gradients (full, block, stage-wise) against finite differences; the
 // stage-wise gradient is the block gradient bit for bit; the loss is nonconvex on its data and
 // never below its stated f_low = 0; the stated L bounds every measured curvature and is met where
@@ -19,13 +19,13 @@
 #include "objectives/objective_factory.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
-#include "src/run/config_rules.hpp"
+#include "src/checks/config_rules.hpp"
 #include "src/run/run_in_memory.hpp"
-#include "src/run/sweep.hpp"
+#include "src/sweep/sweep.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/tolerances.hpp"
 #include "tests/support/user_error.hpp"
-#include "tests/test_util.hpp"
+#include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("objectives");
 

@@ -21,9 +21,9 @@
 //    takes only fewer than d targets with |y_i| ≤ s, so f is nonconvex on any data of scale
 //    beyond s, and no μ is claimed;
 //  - ρ ≥ 0, so f_low = 0 stands in for the unknown f_* with f_star_is_lower_bound, the
-//    convention of the nonconvex linear models (objectives/nonconvex_regularizer.hpp).
+//    convention of the nonconvex linear models (objectives/linear/nonconvex_regularizer.hpp).
 //
-// The data are the linear models' (objectives/linear_data.hpp, make_linear_data): X and
+// The data are the linear models' (objectives/linear/linear_data.hpp, make_linear_data): X and
 // y = X w_true of the random or spectrum generator, then a fraction objective.robust_outliers of
 // the targets moved by a standard-Cauchy error times the rms of X w_true; or the user's X, y
 // (generator file) as they are. The pipeline view is the linear models' (docs/theory.md §7):
@@ -42,11 +42,11 @@
 #include <memory>
 #include <string>
 
-#include "objectives/dense_spectrum.hpp"
-#include "objectives/linear_constants_cache.hpp"
-#include "objectives/linear_data.hpp"
-#include "objectives/linear_model_cpu.hpp"
-#include "objectives/linear_stage_product.hpp"
+#include "objectives/linear/dense_spectrum.hpp"
+#include "objectives/linear/linear_constants_cache.hpp"
+#include "objectives/linear/linear_data.hpp"
+#include "objectives/linear/linear_model_cpu.hpp"
+#include "objectives/linear/linear_stage_product.hpp"
 #include "objectives/objective_factory.hpp"
 #include "objectives/objective_registry.hpp"
 #include "src/config/config.hpp"
