@@ -9,6 +9,7 @@
 #include "optimizers/update_rule.hpp"
 #include "src/checks/config_rules.hpp"
 #include "src/run/run_in_memory.hpp"
+#include "tests/support/rule_steps.hpp"
 #include "tests/support/test_util.hpp"
 
 using namespace stale;
@@ -18,21 +19,12 @@ TEST_SUITE("optimizers") {
 TEST_CASE("TwoNesterovStepsFollowTheLookAheadRule") {
   // β = 0.5, γ = 0.1, w0 = (1, 1); g1 = (1, −2): v1 = (1, −2), step g1 + β v1 = (1.5, −3),
   // w1 = (0.85, 1.3); g2 = (3, 0): v2 = (3.5, −1), step (4.75, −0.5), w2 = (0.375, 1.35)
-  UpdateRuleParams p;
-  p.optimizer = "nesterov";
-  p.momentum = 0.5;
-  auto rule = make_block_optimizer(p, 2);
-  Vec w(2), g(2), delta;
-  w << 1, 1;
-  g << 1, -2;
-  rule->step(w, g, 0.1, delta);
-  CHECK(w(0) == doctest::Approx(0.85).epsilon(1e-15));
-  CHECK(w(1) == doctest::Approx(1.3).epsilon(1e-15));
-  g << 3, 0;
-  rule->step(w, g, 0.1, delta);
-  CHECK(w(0) == doctest::Approx(0.375).epsilon(1e-15));
-  CHECK(w(1) == doctest::Approx(1.35).epsilon(1e-15));
-  CHECK(delta(1) == doctest::Approx(0.05).epsilon(1e-15));
+  const auto s = test::two_rule_steps("nesterov", 0.5, {1, 1}, {1, -2}, {3, 0}, 0.1);
+  CHECK(s.w1(0) == doctest::Approx(0.85).epsilon(1e-15));
+  CHECK(s.w1(1) == doctest::Approx(1.3).epsilon(1e-15));
+  CHECK(s.w2(0) == doctest::Approx(0.375).epsilon(1e-15));
+  CHECK(s.w2(1) == doctest::Approx(1.35).epsilon(1e-15));
+  CHECK(s.delta2(1) == doctest::Approx(0.05).epsilon(1e-15));
 }
 
 TEST_CASE("NesterovWithZeroMomentumIsSgdBitForBitOverAStaleRun") {

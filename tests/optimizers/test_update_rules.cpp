@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "optimizers/update_rule.hpp"
+#include "tests/support/rule_steps.hpp"
 
 using namespace stale;
 
@@ -13,21 +14,12 @@ TEST_SUITE("optimizers") {
 TEST_CASE("OneMomentumStepAndTheNextAreTheHeavyBallRule") {
   // β = 0.5, γ = 0.1, w0 = (1, 1): v1 = g1 = (1, −2), w1 = (0.9, 1.2);
   // v2 = 0.5 v1 + g2 = (3.5, −1), w2 = w1 − 0.1 v2 = (0.55, 1.3)
-  UpdateRuleParams p;
-  p.optimizer = "momentum";
-  p.momentum = 0.5;
-  auto rule = make_block_optimizer(p, 2);
-  Vec w(2), g(2), delta;
-  w << 1, 1;
-  g << 1, -2;
-  rule->step(w, g, 0.1, delta);
-  CHECK(w(0) == doctest::Approx(0.9).epsilon(1e-15));
-  CHECK(w(1) == doctest::Approx(1.2).epsilon(1e-15));
-  g << 3, 0;
-  rule->step(w, g, 0.1, delta);
-  CHECK(w(0) == doctest::Approx(0.55).epsilon(1e-15));
-  CHECK(w(1) == doctest::Approx(1.3).epsilon(1e-15));
-  CHECK(delta(0) == doctest::Approx(-0.35).epsilon(1e-15));
+  const auto s = test::two_rule_steps("momentum", 0.5, {1, 1}, {1, -2}, {3, 0}, 0.1);
+  CHECK(s.w1(0) == doctest::Approx(0.9).epsilon(1e-15));
+  CHECK(s.w1(1) == doctest::Approx(1.2).epsilon(1e-15));
+  CHECK(s.w2(0) == doctest::Approx(0.55).epsilon(1e-15));
+  CHECK(s.w2(1) == doctest::Approx(1.3).epsilon(1e-15));
+  CHECK(s.delta2(0) == doctest::Approx(-0.35).epsilon(1e-15));
 }
 
 TEST_CASE("TwoAdamWStepsFollowTheBiasCorrectedRuleWithDecoupledDecay") {
