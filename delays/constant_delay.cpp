@@ -25,6 +25,7 @@ const bool registered = DelayRegistry::add({"constant", "every read is min(delta
                                             [](const DelayContext& c) {
                                               return make_constant_delay(c.cfg.get_int("delay.max"));
                                             },
-                                            versions_up_to_delay_max, /*simulates_schedule=*/false});
+                                            versions_up_to_delay_max, /*simulates_schedule=*/false,
+                                            /*fixed_delay=*/[](const Config& cfg) { return cfg.get_int("delay.max"); }});
 }  // namespace
 }  // namespace stale

@@ -24,6 +24,9 @@ struct DelayEntry {
   // known up front (a replayed table), or none (zero delay)
   std::function<double(const Config&, double stages)> versions_held;
   bool simulates_schedule = false;  // the model is a simulated schedule's delay table
+  // the one delay δ every read has, from the config (zero: 0, constant: delay.max); empty for
+  // a model whose delays vary. The stability predictor's recursion reads it.
+  std::function<int64_t(const Config&)> fixed_delay = {};
 };
 
 // versions_held of the models bounded by delay.max: a ring of δ + 1 versions

@@ -18,6 +18,6 @@ const bool registered = DelayRegistry::add(
     {"zero", "fresh reads: rpd is block-coordinate SGD bit for bit", 0, {}, [](const DelayContext&) {
        return make_zero_delay();
      },
-     nullptr, /*simulates_schedule=*/false});
+     nullptr, /*simulates_schedule=*/false, /*fixed_delay=*/[](const Config&) -> int64_t { return 0; }});
 }  // namespace
 }  // namespace stale

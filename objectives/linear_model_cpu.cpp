@@ -202,7 +202,10 @@ void LinearModelCpu<Loss>::stage_forward(int s, int m, const Mat& in, ConstVecRe
 
 template <class Loss>
 double LinearModelCpu<Loss>::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
-  return linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last);
+  STALE_CHECK(last.cols() == 1, "one activation column");
+  double loss = 0;
+  linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last, &loss);
+  return loss;
 }
 
 template <class Loss>
@@ -338,156 +341,6 @@ const ColumnBlockProducts& LinearModelCpu<Loss>::gram_blocks() const {
   return gram_blocks_;
 }
 
-namespace {
-
-// Keeps f and ∇f current under single-block changes without an O(n·d) pass per change.
-// Changes are accumulated per block (Σ of pending deltas) and applied when a value is asked
-// for, so the cost follows how often metrics are read, never exceeding one full evaluation:
-//  - least squares with the Hessian H at hand (d ≤ 4096): g += H[:, s] Δ_s (O(d·d_s)), and
-//    f = f_* + ½ (w − w_*)ᵀ g needs no residual at all;
-//  - otherwise the activations a = Xw move by X[:, s] Δ_s (O(n·d_s)); f is O(n) from a and
-//    the gradient Xᵀ(c ∘ ℓ'(a)) + λw is recomputed when asked.
-// Both routes track the convex part (its f_* and w_* in the closed form); the nonconvex
-// regulariser, coordinate-wise, is added from the tracked iterate w in O(d) at each read, so
-// the value and ∇f stay exact (r(w) and ∇r(w) are evaluated, not moved).
-// Everything is recomputed from scratch every kResync applied changes, so rounding drift
-// stays at machine level.
-template <class Loss>
-class LinearTracker final : public IterateTracker {
-  static constexpr int kResync = 1024;
-
- public:
-  LinearTracker(const LinearModelCpu<Loss>& f, const Vec& w, bool use_hessian)
-      : f_(f), use_hessian_(use_hessian && f.convex_constants().w_star.has_value()) {
-    pending_.assign(f.stages(), Vec());
-    has_pending_.assign(f.stages(), false);
-    reset(w);
-  }
-
-  void reset(const Vec& w) override {
-    w_ = w;
-    for (int s = 0; s < f_.stages(); ++s) pending_[s].setZero(f_.blocks().size(s)), has_pending_[s] = false;
-    changes_ = 0;
-    if (use_hessian_) {
-      // gradient of the quadratic from its closed form: ∇f(w) = H (w − w_*), summed as the
-      // ensemble tracker sums it (src/core/block_product.hpp)
-      const Vec e = w_ - *f_.convex_constants().w_star;
-      const Mat& H = f_.gram();
-      g_.setZero(H.rows());
-      add_block_product(H.data(), H.rows(), H.rows(), H.cols(), e.data(), e.size(), g_.data(), g_.size(), 1);
-    } else {
-      gemv_parallel(f_.data().X, w_, a_);
-      grad_fresh_ = false;
-    }
-  }
-
-  void block_changed(int s, ConstVecRef delta) override {
-    f_.blocks().block(w_, s) += delta;
-    pending_[s] += delta;
-    has_pending_[s] = true;
-  }
-
-  void save(StateBag& b) const override {
-    b.put("w", w_);
-    b.put("a", a_);
-    b.put("g", g_);
-    std::vector<int64_t> flags;
-    for (size_t s = 0; s < pending_.size(); ++s) {
-      b.put("pending/" + std::to_string(s), pending_[s]);
-      flags.push_back(has_pending_[s] ? 1 : 0);
-    }
-    b.put_ints("has_pending", flags);
-    b.put_ints("counters", {changes_, grad_fresh_ ? 1 : 0});
-  }
-  void restore(const StateBag& b) override {
-    // a checkpoint of other data (resume --force on a changed file) may have another shape: its
-    // vectors would index past this objective's
-    auto sized = [](Vec v, Index want, const char* what) {  // empty: not computed yet (kept lazily)
-      if (v.size() != want && v.size() != 0)
-        throw UserError(std::string("checkpoint: the tracker's ") + what + " has " + std::to_string(v.size()) +
-                        " values where this objective has " + std::to_string(want) +
-                        ": the data's shape changed since the checkpoint, and --force continues only on data of "
-                        "the same shape (samples and dimension); rerun from the start instead");
-      return v;
-    };
-    w_ = sized(b.get_vec("w"), f_.dim(), "iterate");
-    a_ = sized(b.get_vec("a"), f_.data().X.rows(), "activations Xw");
-    g_ = sized(b.get_vec("g"), f_.dim(), "gradient");
-    const auto& flags = b.get_ints("has_pending");
-    for (size_t s = 0; s < pending_.size(); ++s) {
-      pending_[s] = sized(b.get_vec("pending/" + std::to_string(s)), f_.blocks().size(static_cast<int>(s)),
-                          "pending block change");
-      has_pending_[s] = flags.at(s) != 0;
-    }
-    const auto& c = b.get_ints("counters");
-    changes_ = static_cast<int>(c.at(0));
-    grad_fresh_ = c.at(1) != 0;
-  }
-
-  double value() override {
-    double v = convex_value();
-    if (f_.nonconvex_reg().active()) v += f_.nonconvex_reg().value(w_);
-    return v;
-  }
-
-  const Vec& gradient() override {
-    apply_pending();
-    if (!use_hessian_ && !grad_fresh_) {
-      const auto& d = f_.data();
-      Vec r(a_.size());
-      for (Index i = 0; i < a_.size(); ++i) r(i) = d.weight(i) * Loss::deriv(a_(i), d.y(i));
-      gemv_t_parallel(d.X, r, g_);
-      if (f_.l2() != 0) g_ += f_.l2() * w_;
-      grad_fresh_ = true;
-    }
-    if (!f_.nonconvex_reg().active()) return g_;
-    g_full_ = g_;
-    f_.nonconvex_reg().add_gradient(w_, g_full_);
-    return g_full_;
-  }
-
- private:
-  double convex_value() {
-    apply_pending();
-    const auto& c = f_.convex_constants();
-    if (use_hessian_) return c.f_star + 0.5 * (w_ - *c.w_star).dot(g_);
-    const auto& d = f_.data();
-    double v = 0;
-    for (Index i = 0; i < a_.size(); ++i) v += d.weight(i) * Loss::value(a_(i), d.y(i));
-    return v + 0.5 * f_.l2() * w_.squaredNorm();
-  }
-
-  void apply_pending() {
-    const auto& P = f_.blocks();
-    for (int s = 0; s < P.stages(); ++s) {
-      if (!has_pending_[s]) continue;
-      if (++changes_ >= kResync) {
-        reset(w_);
-        return;
-      }
-      // the ensemble tracker's products, one column (src/core/block_product.hpp)
-      if (use_hessian_) {
-        f_.gram_blocks().add(s, pending_[s].data(), P.size(s), g_.data(), g_.size(), 1);
-      } else {
-        f_.data_blocks().add(s, pending_[s].data(), P.size(s), a_.data(), a_.size(), 1);
-        grad_fresh_ = false;
-      }
-      pending_[s].setZero();
-      has_pending_[s] = false;
-    }
-  }
-
-  const LinearModelCpu<Loss>& f_;
-  bool use_hessian_;
-  Vec w_, a_, g_;  // g_: ∇ of the convex part
-  Vec g_full_;     // g_ + ∇r(w_) when the nonconvex regulariser is on
-  std::vector<Vec> pending_;
-  std::vector<bool> has_pending_;
-  int changes_ = 0;
-  bool grad_fresh_ = false;
-};
-
-}  // namespace
 
 template <class Loss>
 bool LinearModelCpu<Loss>::tracks_through_hessian() const {
@@ -498,7 +351,8 @@ bool LinearModelCpu<Loss>::tracks_through_hessian() const {
 
 template <class Loss>
 std::unique_ptr<IterateTracker> LinearModelCpu<Loss>::make_tracker(const Vec& w) const {
-  return std::make_unique<LinearTracker<Loss>>(*this, w, tracks_through_hessian());
+  // a lone run's tracker is the one tracker with one column (linear_model_cpu_ensemble.cpp)
+  return column_tracker(make_ensemble_tracker(Mat(w)), 0);
 }
 
 template class LinearModelCpu<SquaredLoss>;

@@ -54,10 +54,11 @@ class LinearModelCpu final : public Objective {
 
   // Lockstep ensembles (linear_model_cpu_ensemble.cpp): a linear stage is X_s W_s for P
   // columns at once, one GEMM (P = 1: the single-point functions above, bit for bit)
-  void batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const override;
+  void batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols, int m, int s,
+                             Mat& G) const override;
   void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                           std::vector<std::unique_ptr<StageCache>>& caches) const override;
-  void loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const override;
+  void loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last, Vec& losses) const override;
   void stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
                            const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
                            Mat& grad_in) const override;

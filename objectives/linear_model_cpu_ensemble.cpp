@@ -1,5 +1,6 @@
-// Lockstep ensembles on the linear models' CPU twin (docs/design.md "Ensembles"). P runs that
-// share data, schedule and random streams advance together:
+// The linear models' CPU twin over P columns at once: the lockstep-ensemble calls
+// (docs/design.md "Ensembles") and the one iterate tracker, of which a lone run's is the
+// one-column case. P runs that share data, schedule and random streams advance together:
 //
 //   stage s forward:   A_out = A_in + X_s W_s          (b × d_s)(d_s × P)
 //   stage s backward:  G_s   = X_sᵀ Δ + λ W_s (+ ∇r(W_s)),  Δ_in = Δ
@@ -9,14 +10,16 @@
 //
 // The metrics products (d × d_s against P columns, the largest by far) are one pass of
 // src/core/block_product.hpp's kernel over H or X for all columns, which sums every column
-// exactly as the single tracker does. The mini-batch products (b × d_s, b ≈ 10) sum each
-// column exactly as the single-point code does (the activations of all columns in one pass,
-// then each column's block gradient through the single-point code): so a least-squares column
-// is its separate run bit for bit (tests/run/test_ensemble.cpp). On the
-// activation route (logistic) the gradient Xᵀ ℓ'(X W) is one GEMM, which sums in another order
-// than the single run's GEMV: there a column agrees with its run to rounding.
+// as it sums one. The mini-batch products (b × d_s, b ≈ 10) sum each column exactly as the
+// single-point code does (the activations of all columns in one pass, then each column's
+// block gradient through the single-point code): so a least-squares column is its separate
+// run bit for bit (tests/run/test_ensemble.cpp). On the activation route (logistic) the full
+// gradient Xᵀ ℓ'(X W) of P > 1 columns is one GEMM, which sums in another order than the
+// threaded GEMV a lone run uses (its rows split over the threads): there a column agrees with
+// its run to rounding.
 #include <algorithm>
 
+#include "objectives/linear_loss_head.hpp"
 #include "objectives/linear_model_cpu.hpp"
 #include "objectives/linear_stage_product.hpp"
 #include "src/core/error.hpp"
@@ -24,15 +27,26 @@
 namespace stale {
 
 template <class Loss>
-void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
-  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
-  G.resize(blocks_.size(s), Z.cols());
-  // every column's activation in one pass (each summed as staged_activation sums it), then
-  // each column's block gradient by the single-point code
+void LinearModelCpu<Loss>::batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols,
+                                                 int m, int s, Mat& G) const {
+  STALE_CHECK(static_cast<int>(blocks.size()) == blocks_.stages(), "one pointer per block");
+  // one column: the single-point code, reading the point in place (a lone run)
+  if (cols.size() == 1) return Objective::batch_block_grad_cols(blocks, cols, m, s, G);
+  const Index n = static_cast<Index>(cols.size());
+  G.resize(blocks_.size(s), n);
+  // the columns' mixed points gathered once, every column's activation in one pass (each
+  // summed as staged_activation sums it), then each column's block gradient by the
+  // single-point code
+  thread_local Mat Z;
+  Z.resize(dim(), n);
+  for (Index c = 0; c < n; ++c)
+    for (int i = 0; i < blocks_.stages(); ++i)
+      Z.col(c).segment(blocks_.offset(i), blocks_.size(i)) =
+          Eigen::Map<const Vec>(blocks[static_cast<size_t>(i)] + cols[static_cast<size_t>(c)] * blocks_.size(i), blocks_.size(i));
   const auto Xm = batch_X(m);
-  Mat A = Mat::Zero(Xm.rows(), Z.cols());
-  add_products_in_column_order(Xm, Z.data(), Z.rows(), A.data(), A.rows(), Z.cols());
-  for (Index p = 0; p < Z.cols(); ++p) block_grad_from_activation(A.col(p), Z.col(p).data() + blocks().offset(s), m, s, G.col(p));
+  Mat A = Mat::Zero(Xm.rows(), n);
+  add_products_in_column_order(Xm, Z.data(), Z.rows(), A.data(), A.rows(), n);
+  for (Index c = 0; c < n; ++c) block_grad_from_activation(A.col(c), Z.col(c).data() + blocks_.offset(s), m, s, G.col(c));
 }
 
 template <class Loss>
@@ -40,32 +54,18 @@ void LinearModelCpu<Loss>::stage_forward_cols(int s, int m, const Mat& in, const
                                               std::vector<std::unique_ptr<StageCache>>& caches) const {
   const Index P = W_s.cols();
   STALE_CHECK(in.cols() == P, "one activation column per point");
-  caches.clear();
-  caches.resize(P);  // a linear stage keeps nothing for its backward pass
+  caches.clear();  // a linear stage keeps nothing for its backward pass
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   out = in;
   add_products_in_column_order(Xs, W_s.data(), W_s.rows(), out.data(), out.rows(), P);  // each column as stage_forward
 }
 
 template <class Loss>
-void LinearModelCpu<Loss>::loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const {
-  const Index P = last.cols();
+void LinearModelCpu<Loss>::loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last,
+                                                      Vec& losses) const {
+  STALE_CHECK(last.cols() == P, "one activation column per point");
   losses.resize(P);
-  if (P == 1) {
-    losses(0) = loss_forward_backward(m, last, grad_last);
-    return;
-  }
-  const auto ym = data_->y.segment(data_->batch_offsets[m], batch_rows(m));
-  const double inv_b = 1.0 / static_cast<double>(ym.size());
-  grad_last.resize(last.rows(), P);
-  for (Index p = 0; p < P; ++p) {
-    double f = 0;
-    for (Index i = 0; i < ym.size(); ++i) {
-      f += Loss::value(last(i, p), ym(i));
-      grad_last(i, p) = Loss::deriv(last(i, p), ym(i)) * inv_b;
-    }
-    losses(p) = f * inv_b;
-  }
+  linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last, losses.data());
 }
 
 template <class Loss>
@@ -73,7 +73,7 @@ void LinearModelCpu<Loss>::stage_backward_cols(int s, int m, const Mat& grad_out
                                                const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
                                                Mat& grad_in) const {
   const Index P = W_s.cols();
-  STALE_CHECK(grad_out.cols() == P && static_cast<Index>(caches.size()) == P, "one column per point");
+  STALE_CHECK(grad_out.cols() == P, "one column per point");
   grad_W.resize(blocks_.size(s), P);
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   Vec r;
@@ -88,25 +88,33 @@ void LinearModelCpu<Loss>::stage_backward_cols(int s, int m, const Mat& grad_out
 
 namespace {
 
-// The trackers of P columns (objectives/linear_model_cpu.cpp's LinearTracker, P at a time):
-// pending block changes are kept per column and applied, for every column that has one, as
-// one product — H[:, s] ΔW_s on the Hessian route, X[:, s] ΔW_s on the activation route.
-// A column that stops changing (a diverged run, frozen) costs nothing. Every column is
-// recomputed from scratch after kResync applied changes, as the single tracker is.
+// The one iterate tracker of the linear models, over P columns (a lone run: P = 1). It keeps
+// f and ∇f current under single-block changes without an O(n·d) pass per change.
+// Changes are accumulated per block and column (Σ of pending deltas) and applied when a value is asked
+// for, so the cost follows how often metrics are read, never exceeding one full evaluation:
+//  - least squares with the Hessian H at hand (d ≤ 4096): G += H[:, s] Δ_s (O(d·d_s) per
+//    column), and f = f_* + ½ (w − w_*)ᵀ g needs no residual at all;
+//  - otherwise the activations A = XW move by X[:, s] Δ_s (O(n·d_s)); f is O(n) from A and
+//    the gradient Xᵀ(c ∘ ℓ'(A)) + λW is recomputed when asked.
+// Both routes track the convex part (its f_* and w_* in the closed form); the nonconvex
+// regulariser, coordinate-wise, is added from the tracked iterate in O(d) at each read, so the
+// value and ∇f stay exact (r(w) and ∇r(w) are evaluated, not moved). Pending changes are
+// applied, for every column that has one, as one product; a column that stops changing (a
+// diverged run, frozen) costs nothing. A column is recomputed from scratch every kResync
+// applied changes, so rounding drift stays at machine level.
 //
 // Columns live in slots: the columns that changed are moved to the leading slots before a
 // product, so the product runs in place on the first c slots. Gathering them into copies
 // instead (every update once a column had diverged: d × c values out and back per block)
 // was a fifth of an ensemble's tracker time. Each column's sums do not depend on its slot
 // (src/core/block_product.hpp). G_ holds the convex part's gradients; the nonconvex
-// regulariser's value and gradient are added from W_ when read, exactly as the single tracker
-// adds them, so that a least-squares column still equals its run bit for bit.
+// regulariser's value and gradient are added from W_ when read.
 template <class Loss>
-class LinearEnsembleTracker final : public EnsembleTracker {
+class LinearTracker final : public EnsembleTracker {
   static constexpr int kResync = 1024;
 
  public:
-  LinearEnsembleTracker(const LinearModelCpu<Loss>& f, const Mat& W)
+  LinearTracker(const LinearModelCpu<Loss>& f, const Mat& W)
       : f_(f), hessian_(f.tracks_through_hessian()), W_(W), P_(static_cast<int>(W.cols())) {
     const auto& B = f.blocks();
     for (int s = 0; s < B.stages(); ++s) {
@@ -157,6 +165,48 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     return g;
   }
 
+  // column p's checkpoint: iterate, activations, gradient, pending block changes and counters
+  // (the layout a lone run's tracker wrote before it became this one's one-column case).
+  // Restored into the column's slot: a column's sums do not depend on its slot.
+  void save(int p, StateBag& b) const override {
+    const int q = slot_[p];
+    const auto& B = f_.blocks();
+    b.put("w", Vec(W_.col(q)));
+    b.put("a", hessian_ ? Vec() : Vec(A_.col(q)));
+    b.put("g", Vec(G_.col(q)));
+    std::vector<int64_t> flags;
+    for (int s = 0; s < B.stages(); ++s) {
+      b.put("pending/" + std::to_string(s), has_[s][q] ? Vec(pending_[s].col(q)) : Vec(Vec::Zero(B.size(s))));
+      flags.push_back(has_[s][q] ? 1 : 0);
+    }
+    b.put_ints("has_pending", flags);
+    b.put_ints("counters", {changes_[q], (hessian_ || grad_dirty_[q]) ? 0 : 1});
+  }
+  void restore(int p, const StateBag& b) override {
+    const int q = slot_[p];
+    const auto& B = f_.blocks();
+    auto put = [](auto&& col, const Vec& v, const char* what) {
+      if (v.size() == 0) return false;  // not computed yet (kept lazily)
+      if (v.size() != col.size())
+        throw UserError(std::string("checkpoint: the tracker's ") + what + " has " + std::to_string(v.size()) +
+                        " values where this objective has " + std::to_string(col.size()) +
+                        ": the data's shape changed since the checkpoint; rerun from the start instead");
+      col = v;
+      return true;
+    };
+    put(W_.col(q), b.get_vec("w"), "iterate");
+    if (!hessian_) put(A_.col(q), b.get_vec("a"), "activations Xw");
+    const bool have_g = put(G_.col(q), b.get_vec("g"), "gradient");
+    const auto& flags = b.get_ints("has_pending");
+    for (int s = 0; s < B.stages(); ++s) {
+      has_[s][q] = flags.at(static_cast<size_t>(s)) != 0 ? 1 : 0;
+      if (has_[s][q]) put(pending_[s].col(q), b.get_vec("pending/" + std::to_string(s)), "pending block change");
+    }
+    const auto& c = b.get_ints("counters");
+    changes_[q] = static_cast<int>(c.at(0));
+    grad_dirty_[q] = hessian_ ? 0 : ((c.at(1) != 0 && have_g) ? 0 : 1);
+  }
+
  private:
   double convex_value(int p) {
     apply_pending();
@@ -193,7 +243,7 @@ class LinearEnsembleTracker final : public EnsembleTracker {
       if (slots[i] != static_cast<int>(i)) swap_slots(static_cast<int>(i), slots[i]), slots[i] = static_cast<int>(i);
   }
 
-  // Y[:, slots] = M · W[:, slots] (minus w_* on the Hessian route), summed as the single
+  // Y[:, slots] = M · W[:, slots] (minus w_* on the Hessian route), summed as a full
   // tracker's reset sums it
   void recompute(const std::vector<int>& slots) {
     if (slots.empty()) return;
@@ -203,7 +253,15 @@ class LinearEnsembleTracker final : public EnsembleTracker {
     const Mat& M = hessian_ ? f_.gram() : f_.data().X;
     if (hessian_) D.colwise() -= *f_.convex_constants().w_star;
     Mat R = Mat::Zero(M.rows(), c);
-    add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
+    if (!hessian_ && P_ == 1) {
+      // a lone run: X w with its rows split over the threads (the run has no other columns
+      // to spread); its sums are the full-evaluation path's (linear_model_cpu.cpp)
+      Vec a;
+      gemv_parallel(M, Vec(D.col(0)), a);
+      R.col(0) = a;
+    } else {
+      add_block_product(M.data(), M.rows(), M.rows(), M.cols(), D.data(), D.rows(), R.data(), R.rows(), c);
+    }
     Mat& Y = hessian_ ? G_ : A_;
     for (Index j = 0; j < c; ++j) {
       Y.col(slots[j]) = R.col(j);
@@ -252,7 +310,13 @@ class LinearEnsembleTracker final : public EnsembleTracker {
       for (Index i = 0; i < A_.rows(); ++i)
         R(i, static_cast<Index>(j)) = d.weight(i) * Loss::deriv(A_(i, slots[j]), d.y(i));
     Mat Gc;
-    Gc.noalias() = d.X.transpose() * R;
+    if (P_ == 1) {
+      Vec g;
+      gemv_t_parallel(d.X, Vec(R.col(0)), g);  // a lone run: Xᵀ r over the threads, as above
+      Gc = g;
+    } else {
+      Gc.noalias() = d.X.transpose() * R;
+    }
     for (size_t j = 0; j < slots.size(); ++j) {
       G_.col(slots[j]) = Gc.col(static_cast<Index>(j));
       if (f_.l2() != 0) G_.col(slots[j]) += f_.l2() * W_.col(slots[j]);
@@ -278,15 +342,15 @@ class LinearEnsembleTracker final : public EnsembleTracker {
 
 template <class Loss>
 std::unique_ptr<EnsembleTracker> LinearModelCpu<Loss>::make_ensemble_tracker(const Mat& W) const {
-  if (W.cols() == 1) return Objective::make_ensemble_tracker(W);  // the single tracker itself
-  return std::make_unique<LinearEnsembleTracker<Loss>>(*this, W);
+  return std::make_unique<LinearTracker<Loss>>(*this, W);
 }
 
 #define STALE_INSTANTIATE_ENSEMBLE(Loss)                                                                          \
-  template void LinearModelCpu<Loss>::batch_block_grad_cols(const Mat&, int, int, Mat&) const;                  \
+  template void LinearModelCpu<Loss>::batch_block_grad_cols(const std::vector<const double*>&, const std::vector<int>&, \
+                                                            int, int, Mat&) const;                                \
   template void LinearModelCpu<Loss>::stage_forward_cols(int, int, const Mat&, const Mat&, Mat&,                 \
                                                          std::vector<std::unique_ptr<StageCache>>&) const;      \
-  template void LinearModelCpu<Loss>::loss_forward_backward_cols(int, const Mat&, Mat&, Vec&) const;            \
+  template void LinearModelCpu<Loss>::loss_forward_backward_cols(int, const Mat&, Index, Mat&, Vec&) const;     \
   template void LinearModelCpu<Loss>::stage_backward_cols(                                                      \
       int, int, const Mat&, const Mat&, const std::vector<std::unique_ptr<StageCache>>&, Mat&, Mat&) const;    \
   template std::unique_ptr<EnsembleTracker> LinearModelCpu<Loss>::make_ensemble_tracker(const Mat&) const;

@@ -166,7 +166,10 @@ void LinearModelCpuSparse<Loss>::stage_forward(int s, int m, const Mat& in, Cons
 
 template <class Loss>
 double LinearModelCpuSparse<Loss>::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
-  return linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last);
+  STALE_CHECK(last.cols() == 1, "one activation column");
+  double loss = 0;
+  linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last, &loss);
+  return loss;
 }
 
 template <class Loss>

@@ -77,22 +77,28 @@ void Objective::batch_block_grad_blocks(const std::vector<const double*>& blocks
 
 // ---- lockstep ensembles: the defaults call the single-point functions column by column
 
-void Objective::batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const {
-  STALE_CHECK(Z.rows() == dim(), "Z is d × P");
-  G.resize(blocks_.size(s), Z.cols());
-  Vec z;
-  for (Index p = 0; p < Z.cols(); ++p) {
-    z = Z.col(p);
-    batch_block_grad(z, m, s, G.col(p));
+void Objective::batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols, int m,
+                                      int s, Mat& G) const {
+  STALE_CHECK(static_cast<int>(blocks.size()) == blocks_.stages(), "one pointer per block");
+  G.resize(blocks_.size(s), static_cast<Index>(cols.size()));
+  // column 0 is the store's own pointers (a lone run's)
+  if (cols.size() == 1 && cols[0] == 0) return batch_block_grad_blocks(blocks, m, s, G.col(0));
+  thread_local std::vector<const double*> at;
+  at.resize(blocks.size());
+  for (size_t c = 0; c < cols.size(); ++c) {
+    for (int i = 0; i < blocks_.stages(); ++i) at[static_cast<size_t>(i)] = blocks[static_cast<size_t>(i)] + cols[c] * blocks_.size(i);
+    batch_block_grad_blocks(at, m, s, G.col(static_cast<Index>(c)));
   }
 }
 
 void Objective::stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                                    std::vector<std::unique_ptr<StageCache>>& caches) const {
-  const Index P = W_s.cols(), width = activation_width();
-  STALE_CHECK(in.cols() == P * width, "one activation slice per column");
+  const Index P = W_s.cols();
   caches.resize(P);
   if (P == 1) return stage_forward(s, m, in, W_s.col(0), out, caches[0]);
+  // stage 0's input slices may be narrower than activation_width() (the transformer's: none)
+  const Index width = in.cols() / P;
+  STALE_CHECK(in.cols() == P * width, "one activation slice per column");
   Mat slice_in, slice_out;
   for (Index p = 0; p < P; ++p) {
     slice_in = in.middleCols(p * width, width);
@@ -102,8 +108,9 @@ void Objective::stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, 
   }
 }
 
-void Objective::loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const {
-  const Index width = activation_width(), P = last.cols() / width;
+void Objective::loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last, Vec& losses) const {
+  const Index width = last.cols() / P;
+  STALE_CHECK(last.cols() == P * width, "one slice of the last activation per column");
   losses.resize(P);
   if (P == 1) {
     losses(0) = loss_forward_backward(m, last, grad_last);
@@ -151,6 +158,8 @@ class SeparateTrackers final : public EnsembleTracker {
   double value(int p) override { return trackers_[p]->value(); }
   double gradient_sq_norm(int p) override { return trackers_[p]->gradient_sq_norm(); }
   Vec gradient(int p) override { return trackers_[p]->gradient(); }
+  void save(int p, StateBag& b) const override { trackers_[p]->save(b); }
+  void restore(int p, const StateBag& b) override { trackers_[p]->restore(b); }
 
  private:
   std::vector<std::unique_ptr<IterateTracker>> trackers_;
@@ -164,6 +173,8 @@ class ColumnTracker final : public IterateTracker {
   double value() override { return e_->value(p_); }
   const Vec& gradient() override { return g_ = e_->gradient(p_); }
   double gradient_sq_norm() override { return e_->gradient_sq_norm(p_); }
+  void save(StateBag& b) const override { e_->save(p_, b); }
+  void restore(const StateBag& b) override { e_->restore(p_, b); }
 
  private:
   std::shared_ptr<EnsembleTracker> e_;

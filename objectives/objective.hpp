@@ -77,6 +77,17 @@ class EnsembleTracker {
   virtual double value(int p) = 0;
   virtual double gradient_sq_norm(int p) = 0;
   virtual Vec gradient(int p) = 0;
+  // checkpoints: column p's incremental state, in the form of a single run's tracker (a
+  // resumed ensemble's metrics then equal the uninterrupted ensemble's bit for bit). The
+  // default keeps nothing: a restored column is then the one built at the checkpoint's iterate.
+  virtual void save(int p, StateBag& b) const {
+    (void)p;
+    (void)b;
+  }
+  virtual void restore(int p, const StateBag& b) {
+    (void)p;
+    (void)b;
+  }
 };
 
 // Column p of an ensemble tracker seen as a single run's tracker (the metrics observer of
@@ -137,11 +148,17 @@ class Objective {
   // activations are batch_rows × (P · activation_width()), point p's in the p-th slice of
   // activation_width() columns; caches hold one entry per column. With P = 1 each call is
   // the single-point call itself, bit for bit; the defaults loop over the columns.
-  virtual void batch_block_grad_cols(const Mat& Z, int m, int s, Mat& G) const;  // G: d_s × P
+  // G: d_s × P, at the mixed points of an ensemble's columns cols read in place from its
+  // version store, which keeps each block's columns side by side: column c's block i starts at
+  // blocks[i] + cols[c] · d_i (RPD's loop, optimizers/rpd.cpp). The default calls
+  // batch_block_grad_blocks column by column: with P = 1 the single-point call itself.
+  virtual void batch_block_grad_cols(const std::vector<const double*>& blocks, const std::vector<int>& cols, int m,
+                                     int s, Mat& G) const;
   virtual void stage_forward_cols(int s, int m, const Mat& in, const Mat& W_s, Mat& out,
                                   std::vector<std::unique_ptr<StageCache>>& caches) const;
-  // losses(p) is point p's loss
-  virtual void loss_forward_backward_cols(int m, const Mat& last, Mat& grad_last, Vec& losses) const;
+  // losses(p) is point p's loss; last holds P slices of equal width (the loss head's input need
+  // not be activation_width() wide: the transformer's logits are V wide)
+  virtual void loss_forward_backward_cols(int m, const Mat& last, Index P, Mat& grad_last, Vec& losses) const;
   virtual void stage_backward_cols(int s, int m, const Mat& grad_out, const Mat& W_s,
                                    const std::vector<std::unique_ptr<StageCache>>& caches, Mat& grad_W,
                                    Mat& grad_in) const;

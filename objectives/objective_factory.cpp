@@ -171,7 +171,8 @@ const bool quadratic = ObjectiveRegistry::add(
       {"nesterov", {"objective.dim", "objective.samples", "objective.mu"}},
       {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
-     make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true});
+     make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true,
+     /*fixed_hessian=*/true});
 const bool logistic = ObjectiveRegistry::add(
     {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton; nonconvex with objective.nonconvex_reg", 1,
      {"objective.generator", "objective.l2", "objective.nonconvex_reg"},

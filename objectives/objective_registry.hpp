@@ -47,6 +47,9 @@ struct ObjectiveEntry {
   // on the cpu, P runs that differ only in method.lr run as one lockstep ensemble (its column
   // calls are GEMMs over the P columns)
   bool ensembles_on_cpu = false;
+  // f is a quadratic with one Hessian whatever the data point (least squares; not once
+  // objective.nonconvex_reg is on): the stability predictor's recursion is linear in it
+  bool fixed_hessian = false;
 };
 
 using ObjectiveRegistry = Registry<ObjectiveEntry>;

@@ -17,8 +17,8 @@ const MethodEntry& method_entry(const std::string& name) {
 
 std::function<std::unique_ptr<Method>(const Config&, const MethodParams&, const Objective&)> schedule_method_factory(
     const std::string& name, const std::string& schedule, bool stash, bool predict) {
-  return [name, schedule, stash, predict](const Config& cfg, const MethodParams&, const Objective&) {
-    ExecutorOptions o = ExecutorOptions::from_config(cfg, schedule);
+  return [name, schedule, stash, predict](const Config& cfg, const MethodParams& p, const Objective&) {
+    ExecutorOptions o = ExecutorOptions::from_config(cfg, schedule, p);
     o.stash = stash;
     o.predict = predict && cfg.get_bool("method.prediction");
     return std::unique_ptr<Method>(std::make_unique<ScheduleMethod>(name, o));

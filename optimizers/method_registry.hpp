@@ -30,6 +30,9 @@ struct MethodEntry {
   // reads the keys its schedule's traits call for: accumulation, replicas, chunks, …)
   std::vector<std::string> keys;
   std::function<std::unique_ptr<Method>(const Config&, const MethodParams&, const Objective&)> make;
+  // Fresh: one update steps every block at once (sgd), not one drawn block (bcd); the
+  // stability predictor's recursion (src/run/stability_pattern.cpp) reads it
+  bool steps_all_blocks = false;
 };
 
 using MethodRegistry = Registry<MethodEntry>;

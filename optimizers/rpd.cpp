@@ -28,60 +28,121 @@
 namespace stale {
 namespace {
 
-// Everything RPD's loop carries from one update to the next, with save/restore for
-// checkpoints: the version store, the stage, batch and noise streams, one update rule per
-// block, and k. The version store is saved as what a read can still reach — the iterate at
-// k − W (W = min(k, δ)) and the W block commits since — and restored by replaying those
-// commits, so every stale read after a resume returns the value it would have returned.
-struct LoopState : BlockStepDraws {
+// Everything RPD's loop carries from one update to the next, for the P columns of a lockstep
+// ensemble (a lone run is one column), with save/restore for checkpoints: one version store for
+// all columns, the shared stage, batch and noise streams, one update rule per block and column,
+// and k. Block s of the store's wide vector is vec(W_s), the d_s × P block of every column side
+// by side, so that a read of one version is one contiguous copy for all columns (the columns
+// see the same commits: same blocks, same k).
+//
+// Each column is saved into its own run's checkpoint as that run alone would save itself: the
+// version store as what a read can still reach — the column's iterate at k − W (W = min(k, δ))
+// and its W block commits since — restored by replaying those commits, so every stale read
+// after a resume returns the value it would have returned. The shared streams are in every
+// column's bag alike.
+struct LoopState {
   const BlockPartition& P;
+  const int columns;
+  BlockPartition wide;
   VersionStore store;
+  StageSampler stages;
+  BatchSampler batches;
+  GradientNoise noise;
+  std::vector<std::vector<std::unique_ptr<BlockOptimizer>>> rules;  // [column][block]
+  std::vector<Vec> current;  // each column's iterate, for its observer (P > 1)
   int64_t k = 0;
   std::vector<int64_t> committed;  // block committed by update j, at j mod δ (the last δ updates)
 
-  LoopState(const Objective& f, const MethodParams& p, const Vec& w0, int64_t bound)
-      : BlockStepDraws(f, p), P(f.blocks()), store(P, w0, bound),
-        committed(static_cast<size_t>(std::max<int64_t>(bound, 0)), -1) {}
-  void commit(int s, ConstVecRef value) {
+  static BlockPartition widened(const BlockPartition& P, int columns) {
+    std::vector<Index> offsets;
+    for (int s = 0; s <= P.stages(); ++s) offsets.push_back(P.offsets()[s] * columns);
+    return BlockPartition(offsets);
+  }
+  Vec wide_of(const std::vector<Vec>& w) const {
+    Vec out(wide.dim());
+    for (int s = 0; s < P.stages(); ++s)
+      for (int p = 0; p < columns; ++p) out.segment(wide.offset(s) + p * P.size(s), P.size(s)) = P.block(w[p], s);
+    return out;
+  }
+  LoopState(const Objective& f, const MethodParams& p, const std::vector<const MethodParams*>& column_params,
+            const std::vector<Vec>& w0, int64_t bound)
+      : P(f.blocks()), columns(static_cast<int>(w0.size())), wide(widened(P, columns)), store(wide, wide_of(w0), bound),
+        stages(f.stages(), p.seed), batches(f.num_batches(), p.cyclic_batches, p.seed),
+        noise(p.grad_noise_std, p.seed), rules(columns), current(w0),
+        committed(static_cast<size_t>(std::max<int64_t>(bound, 0)), -1) {
+    for (int c = 0; c < columns; ++c)
+      for (int s = 0; s < f.stages(); ++s) rules[c].push_back(make_block_optimizer(column_params[c]->rule, P.size(s)));
+  }
+  // column c's iterate: with one column the store's current vector is the iterate itself
+  const Vec& iterate(int c) const { return columns == 1 ? store.current() : current[c]; }
+  // column c's part of block s of a wide vector
+  template <class Wide>
+  static auto column_of(Wide&& wide_block, const BlockPartition& P, int s, int c) {
+    return wide_block.segment(c * P.size(s), P.size(s));
+  }
+  void commit(int s, ConstVecRef wide_value) {
     if (!committed.empty()) committed[static_cast<size_t>(k % store.bound())] = s;
-    store.commit(s, value);
+    store.commit(s, wide_value);
     ++k;
   }
-  void save(StateBag& b) const {
+  void save(StateBag& b, int c) const {
     b.put("k", k);
     // the store counts its own commits (a restored one from its window's start): read by that count
     const int64_t W = std::min<int64_t>(k, store.bound()), ks = store.updates();
     Vec base(P.dim());
-    for (int i = 0; i < P.stages(); ++i) P.block(base, i) = store.read(i, ks - W);
+    for (int i = 0; i < P.stages(); ++i) P.block(base, i) = column_of(store.read(i, ks - W), P, i, c);
     b.put("store/base", base);
     std::vector<int64_t> blocks;
     std::vector<double> values;
     for (int64_t j = k - W; j < k; ++j) {
       const int s = static_cast<int>(committed[static_cast<size_t>(j % store.bound())]);
       blocks.push_back(s);
-      const auto v = store.read(s, ks - k + j + 1);
+      const auto v = column_of(store.read(s, ks - k + j + 1), P, s, c);
       values.insert(values.end(), v.data(), v.data() + v.size());
     }
     b.put_ints("store/blocks", blocks);
     b.put_doubles("store/values", values);
-    BlockStepDraws::save(b);
+    stages.save(b, "stages");
+    batches.save(b, "batches");
+    noise.save(b, "noise");
+    save_rules(b, "rules", rules[c]);
   }
-  void restore(const StateBag& b) {
-    k = b.get_int("k");
-    const auto& blocks = b.get_ints("store/blocks");
-    const auto& values = b.get_doubles("store/values");
+  // every column from its own bag (all saved at the same update: one ensemble's checkpoint)
+  void restore(const std::vector<const StateBag*>& bags) {
+    k = bags[0]->get_int("k");
+    const auto& blocks = bags[0]->get_ints("store/blocks");
     const int64_t W = static_cast<int64_t>(blocks.size());
     if (W != std::min<int64_t>(k, store.bound())) throw UserError("checkpoint: the version store's window does not match delay.max");
-    store = VersionStore(P, b.get_vec("store/base"), store.bound());
-    size_t at = 0;
+    std::vector<Vec> base(columns);
+    for (int c = 0; c < columns; ++c) {
+      if (bags[c]->get_int("k") != k || bags[c]->get_ints("store/blocks") != blocks)
+        throw UserError("checkpoint: the columns of an ensemble were saved at different updates");
+      base[c] = bags[c]->get_vec("store/base");
+      if (base[c].size() != P.dim()) throw UserError("checkpoint: a corrupt version store");
+    }
+    store = VersionStore(wide, wide_of(base), store.bound());
+    current = base;
+    std::vector<size_t> at(columns, 0);
+    Vec wide_block;
     for (int64_t t = 0; t < W; ++t) {
       const int s = static_cast<int>(blocks[t]);
-      if (s < 0 || s >= P.stages() || at + P.size(s) > values.size()) throw UserError("checkpoint: a corrupt version store");
-      store.commit(s, Eigen::Map<const Vec>(values.data() + at, P.size(s)));
+      if (s < 0 || s >= P.stages()) throw UserError("checkpoint: a corrupt version store");
+      wide_block.resize(wide.size(s));
+      for (int c = 0; c < columns; ++c) {
+        const auto& values = bags[c]->get_doubles("store/values");
+        if (at[c] + P.size(s) > values.size()) throw UserError("checkpoint: a corrupt version store");
+        const Eigen::Map<const Vec> v(values.data() + at[c], P.size(s));
+        column_of(wide_block, P, s, c) = v;
+        P.block(current[c], s) = v;
+        at[c] += P.size(s);
+      }
+      store.commit(s, wide_block);
       committed[static_cast<size_t>((k - W + t) % store.bound())] = s;
-      at += P.size(s);
     }
-    BlockStepDraws::restore(b);
+    stages.restore(*bags[0], "stages");
+    batches.restore(*bags[0], "batches");
+    noise.restore(*bags[0], "noise");
+    for (int c = 0; c < columns; ++c) restore_rules(*bags[c], "rules", rules[c]);
   }
 };
 
@@ -111,49 +172,19 @@ class Rpd final : public Method {
   // size); the same store as delay.max's for every run whose bound is below K
   int64_t store_bound(const RunPlan& plan) const { return std::min(delays_->bound(), plan.updates); }
 
+  // a lone run is an ensemble of one column: the loop below with P = 1
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
-    const auto& P = f.blocks();
-    const int S = f.stages();
-    LoopState st(f, p_, w, store_bound(plan));
-    const bool follow = !order_.stages.empty();
-    STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
-    std::vector<int64_t> d(S);
-    std::vector<const double*> z_at;
-    Vec g(P.max_size()), wb, delta;
-    if (const StateBag* resume = obs.resume_state()) st.restore(*resume);
-    else obs.on_start(w);
-    for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
-      delays_->delays(k, d);
-      // z_k read in place (valid until the commit below): no copy of the mixed point
-      st.store.locate(d, z_at);
-      const double stale_sq = stale_sq_distance(z_at, st.store.current().data(), P, d);
-      const int s = follow ? order_.stages[k] : st.stages.next();
-      const int m = follow ? order_.batches[k] : st.batches.next();
-      auto gs = g.head(P.size(s));
-      f.batch_block_grad_blocks(z_at, m, s, gs);
-      st.noise.add(gs);
-      wb = P.block(st.store.current(), s);
-      st.rules[s]->step(wb, gs, p_.lr_schedule.at(k), delta);
-      st.commit(s, wb);
-      UpdateEvent e;
-      e.k = k;
-      e.stage = s;
-      e.batch = m;
-      e.grad_norm = gs.norm();
-      e.stale_dist = std::sqrt(stale_sq);
-      e.delays = &d;
-      if (k - 1 < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k - 1];
-      obs.update_done(e, delta, st.store.current(), [&](StateBag& b) { st.save(b); });
-    }
-    w = st.store.current();
+    std::vector<Vec> ws{std::move(w)};
+    run_ensemble(f, plan, {this}, ws, {&obs});
+    w = std::move(ws[0]);
     return {};
   }
 
   bool runs_ensembles() const override { return true; }
 
-  // The loop above over P columns that share every draw (delays, s_k, m_k, noise) and differ
-  // in γ: one gradient call over the P mixed points, each column its own version store,
-  // update rules and observer.
+  // RPD over P columns that share every draw (delays, s_k, m_k, noise) and differ in γ: one
+  // gradient call over the P mixed points (Objective::batch_block_grad_cols; with P = 1
+  // the single call), each column its own update rules, observer and slice of the version store.
   std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan, const std::vector<const Method*>& columns,
                                       std::vector<Vec>& w, const std::vector<RunObserver*>& obs) const override {
     const int Pc = static_cast<int>(columns.size());
@@ -162,81 +193,70 @@ class Rpd final : public Method {
     const auto& P = f.blocks();
     const int S = f.stages();
     std::vector<const Rpd*> col(Pc);
+    std::vector<const MethodParams*> params(Pc);
     for (int p = 0; p < Pc; ++p) {
       col[p] = dynamic_cast<const Rpd*>(columns[p]);
       STALE_CHECK(col[p] != nullptr, "every column is rpd");
+      params[p] = &col[p]->p_;
     }
-    // one version store for all columns: block s of the wide vector is vec(W_s), the d_s × Pc
-    // block of every column side by side, so that a read of one version is one contiguous
-    // copy for all columns (the columns saw the same commits: same blocks, same k)
-    std::vector<Index> wide_offsets;
-    for (int s = 0; s <= S; ++s) wide_offsets.push_back(P.offsets()[s] * Pc);
-    const BlockPartition wide(wide_offsets);
-    Vec w0(P.dim() * Pc);
-    for (int s = 0; s < S; ++s)
-      for (int p = 0; p < Pc; ++p) w0.segment(wide.offset(s) + p * P.size(s), P.size(s)) = P.block(w[p], s);
-    VersionStore store(wide, w0, store_bound(plan));
-    auto column_of = [&](auto&& wide_block, int s, Index p) { return wide_block.segment(p * P.size(s), P.size(s)); };
-    std::vector<Vec> current(w.begin(), w.end());  // each column's iterate, for its observer
-    StageSampler stages(S, p_.seed);
-    BatchSampler batches(f.num_batches(), p_.cyclic_batches, p_.seed);
-    GradientNoise noise(p_.grad_noise_std, p_.seed);
-    std::vector<std::vector<std::unique_ptr<BlockOptimizer>>> rules(Pc);
-    for (int p = 0; p < Pc; ++p)
-      for (int s = 0; s < S; ++s) rules[p].push_back(make_block_optimizer(col[p]->p_.rule, P.size(s)));
+    LoopState st(f, p_, params, w, store_bound(plan));
     const bool follow = !order_.stages.empty();
     STALE_CHECK(!follow || static_cast<int64_t>(order_.stages.size()) >= plan.updates, "the order covers every update");
-    std::vector<int64_t> d(S);
-    std::vector<const double*> then_at, column_at;
     std::vector<int> active;
-    for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]), active.push_back(p);
-    Mat Z, G;
-    Vec wb, wide_block, noise_draw;
+    for (int p = 0; p < Pc; ++p) active.push_back(p);
+    // a resumed ensemble continues every column from its own run's checkpoint
+    std::vector<const StateBag*> resume;
+    for (int p = 0; p < Pc; ++p)
+      if (const StateBag* b = obs[p]->resume_state()) resume.push_back(b);
+    if (!resume.empty()) {
+      if (static_cast<int>(resume.size()) != Pc) throw UserError("checkpoint: only some columns of the ensemble resume");
+      st.restore(resume);
+    } else {
+      for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]);
+    }
+    std::vector<int64_t> d(S);
+    std::vector<const double*> then_at, column_at(static_cast<size_t>(S));
+    Mat G;
+    Vec wide_block, noise_draw;
     std::vector<Vec> deltas;
     std::vector<UpdateEvent> events;
-    for (int64_t k = 0; k < plan.updates; ++k) {
-      // a column stops where its separate run would: before the update after its observer said so
+    std::vector<double> stale_sq;
+    for (int64_t& k = st.k; k < plan.updates;) {
+      // a column stops where its run alone would: before the update after its observer said so
       active.erase(std::remove_if(active.begin(), active.end(), [&](int p) { return obs[p]->should_stop(); }),
                    active.end());
       if (active.empty()) break;
       const Index n = static_cast<Index>(active.size());
       delays_->delays(k, d);
-      Z.resize(f.dim(), n);
-      std::vector<double> stale_sq(active.size(), 0.0);
-      store.locate(d, then_at);
-      // the mixed point of every column, copied from its located blocks (a version holds the
-      // ensemble's columns side by side), and its stale distance, summed as the run alone sums
-      // it (block_distance on the column's blocks)
-      column_at.resize(static_cast<size_t>(S));
+      // z_k of every column read in place (valid until the commit below): no copy of the mixed
+      // points; column p's block i lies at then_at[i] + p·d_i. Its stale distance is summed as
+      // block_distance sums the blocks of a run alone.
+      st.store.locate(d, then_at);
+      stale_sq.resize(active.size());
       for (Index a = 0; a < n; ++a) {
         const Index p = active[a];
-        for (int i = 0; i < S; ++i) {
-          const double* at = then_at[static_cast<size_t>(i)] + p * P.size(i);
-          column_at[static_cast<size_t>(i)] = at;
-          Z.col(a).segment(P.offset(i), P.size(i)) = Eigen::Map<const Vec>(at, P.size(i));
-        }
-        stale_sq[a] = stale_sq_distance(column_at, current[p].data(), P, d);
+        for (int i = 0; i < S && p > 0; ++i) column_at[static_cast<size_t>(i)] = then_at[static_cast<size_t>(i)] + p * P.size(i);
+        stale_sq[a] = stale_sq_distance(p > 0 ? column_at : then_at, st.iterate(p).data(), P, d);
       }
-      const int s = follow ? order_.stages[k] : stages.next();
-      const int m = follow ? order_.batches[k] : batches.next();
-      f.batch_block_grad_cols(Z, m, s, G);
+      const int s = follow ? order_.stages[k] : st.stages.next();
+      const int m = follow ? order_.batches[k] : st.batches.next();
+      f.batch_block_grad_cols(then_at, active, m, s, G);
       if (p_.grad_noise_std != 0) {
-        // one draw for all columns: each separate run draws the same values from its own stream
+        // one draw for all columns: each run alone draws the same values from its own stream
         noise_draw.resize(P.size(s));
-        noise.draw(noise_draw);
-        for (Index c = 0; c < G.cols(); ++c) noise.add_drawn(G.col(c), noise_draw);
+        st.noise.draw(noise_draw);
+        for (Index c = 0; c < G.cols(); ++c) st.noise.add_drawn(G.col(c), noise_draw);
       }
       // every column's change is announced before any is reported: trackers shared between
       // the columns apply them as one product
       events.resize(active.size());
       deltas.resize(active.size());
-      wide_block = wide.block(store.current(), s);  // frozen columns keep their value
+      wide_block = st.wide.block(st.store.current(), s);  // stopped columns keep their value
       for (Index a = 0; a < n; ++a) {
         const int p = active[a];
-        wb = P.block(current[p], s);
-        rules[p][s]->step(wb, G.col(a), col[p]->p_.lr_schedule.at(k), deltas[a]);
-        column_of(wide_block, s, p) = wb;
-        P.block(current[p], s) = wb;
+        auto wb = LoopState::column_of(wide_block, P, s, p);
+        st.rules[p][s]->step(wb, G.col(a), col[p]->p_.lr_schedule.at(k), deltas[a]);
+        if (Pc > 1) P.block(st.current[p], s) = wb;
         UpdateEvent& e = events[a];
         e = UpdateEvent{};
         e.k = k + 1;
@@ -248,10 +268,21 @@ class Rpd final : public Method {
         if (k < static_cast<int64_t>(order_.times.size())) e.time = order_.times[k];
         obs[p]->prepare_update(e, deltas[a]);
       }
-      store.commit(s, wide_block);
-      for (Index a = 0; a < n; ++a) obs[active[a]]->on_update(events[a], deltas[a], current[active[a]]);
+      st.commit(s, wide_block);
+      for (Index a = 0; a < n; ++a) obs[active[a]]->on_update(events[a], deltas[a], st.iterate(active[a]));
+      // an update boundary: when one column's checkpoint is due every column's is, so that
+      // the ensemble resumes from one update (a column that stops without one, diverged, has none)
+      bool due = false;
+      for (int p : active) due = due || obs[p]->checkpoint_due();
+      if (due)
+        for (int p : active)
+          if (obs[p]->checkpoint_due() || !obs[p]->should_stop()) {
+            StateBag b;
+            st.save(b, p);
+            obs[p]->checkpoint(std::move(b));
+          }
     }
-    for (int p = 0; p < Pc; ++p) w[p] = current[p];
+    for (int p = 0; p < Pc; ++p) w[p] = st.iterate(p);
     return std::vector<RunReport>(Pc);
   }
 

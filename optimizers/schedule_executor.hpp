@@ -14,7 +14,8 @@
 //   average:   on the op flagged Average (LocalSGD), block j is averaged over the replicas
 //
 // The plan comes from the planner (schedule_planner.hpp); the executor keeps no state between
-// runs: a run's state lives in its ExecutorState (executor_state.hpp).
+// runs: a run's state lives in its ExecutorState (executor_state.hpp). There is one loop, over
+// the P columns of a lockstep ensemble (docs/design.md "Ensembles"): a lone run is one column.
 //
 // The ops come from an OpSource (src/pipeline/op_source.hpp): the serial order of the plan's
 // simulation, or — when durations depend on the run's state (costs.coupling) — a coupled
@@ -42,18 +43,16 @@ struct ExecutorOptions : PlanOptions {
   bool stash = true;            // override the schedule's stashing (pipedream-nostash: false)
   bool predict = false;         // PipeMare weight prediction
   double predict_decay = 0.9;   // EMA of a block's per-update change (PipeMare's velocity)
-  MethodParams method;          // lr, seed, noise, batch order (K is the plan's)
-  UpdateRuleParams rule;
-  std::string lr_schedule = "constant";
-  double lr_min = 0;
-  int64_t warmup = 0;
+  MethodParams method;          // lr, its schedule, update rule, seed, noise, batch order (K is the plan's)
   int64_t moment_window = 0;    // log.delay_window: updates per window of /delay_moments (0: K/50)
 
-  // PlanOptions::from_config, and method.*
+  // PlanOptions::from_config with the method.* the method factory already parsed
+  static ExecutorOptions from_config(const Config& cfg, const std::string& schedule, MethodParams method);
+  // the same, parsing method.* here (callers outside the method registry)
   static ExecutorOptions from_config(const Config& cfg, const std::string& schedule);
 };
 
-// What run() and run_ensemble() set up alike before their first op.
+// What the loop sets up before its first op.
 int64_t delay_moment_window(const ExecutorOptions& opt, const RunPlan& plan);  // updates per window
 LrSchedule executor_lr_schedule(const ExecutorOptions& opt, const RunPlan& plan);  // over the plan's K
 
@@ -63,10 +62,11 @@ class ScheduleMethod final : public Method {
   std::string name() const override { return name_; }
   // the planner's run plan (plan_schedule_run)
   RunPlan plan(const Objective& f) const override;
+  // a lone run: the loop below with one column
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override;
   using Method::run;
-  // the loop of run() over P columns (schedule_ensemble.cpp)
-  // (not under costs.coupling: each column's timeline would follow its own state)
+  // the one loop, over P columns (a coupled timeline runs one column: each column's timeline
+  // would follow its own state)
   bool runs_ensembles() const override { return !opt_.coupled; }
   std::vector<RunReport> run_ensemble(const Objective& f, const RunPlan& plan, const std::vector<const Method*>& columns,
                                       std::vector<Vec>& w, const std::vector<RunObserver*>& obs) const override;

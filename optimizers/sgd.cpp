@@ -78,6 +78,7 @@ const bool registered = MethodRegistry::add(
     {"sgd", "mini-batch SGD on all blocks at once, fresh reads (Robbins & Monro 1951)", 0, MethodKind::Fresh, "", false,
      false, {}, [](const Config&, const MethodParams& p, const Objective&) -> std::unique_ptr<Method> {
        return std::make_unique<Sgd>(p);
-     }});
+     },
+     /*steps_all_blocks=*/true});
 }  // namespace
 }  // namespace stale

@@ -1,5 +1,5 @@
 #pragma once
-// Checkpoint and resume of a single run (issue 12). While a run writes RUN.h5.partial, every
+// Checkpoint and resume of a run (issue 12), alone or as a column of a lockstep ensemble. While a run writes RUN.h5.partial, every
 // log.flush_seconds (and when SIGINT/SIGTERM stops it) the method hands its whole loop state
 // to the metrics observer at an update boundary, which adds its own (running sums, cadence
 // counters, the tracker's incremental f and ∇f) and the run log's (rows written, delay
@@ -7,6 +7,9 @@
 // `stale run --resume RUN.h5.partial` rebuilds objective, method and plan from the stored
 // config, copies the rows up to the checkpoint, restores every state and continues; the
 // finished file equals an uninterrupted run's bit for bit but for wall-clock values.
+//
+// An ensemble's loop checkpoints all its running columns at one update, each into its own
+// .partial as that run alone would; run_ensemble_experiment continues them together.
 //
 // Who saves what: rpd.cpp, sgd.cpp, bcd.cpp (LoopState), executor_state.* (every schedule
 // method), update_rule.* (velocity, moments), sampling.hpp and rng.hpp (streams),

@@ -20,6 +20,15 @@ MetricsObserver::MetricsObserver(const Objective& f, RunLog* log, MetricsOptions
   if (opt_.iterates_every < 0) opt_.iterates_every = f.dim() <= 4096 ? opt_.every : 16 * opt_.every;
 }
 
+void MetricsObserver::use_tracker(std::unique_ptr<IterateTracker> t) {
+  if (!resumed_) {
+    injected_ = std::move(t);
+    return;
+  }
+  t->restore(resume_tracker_);
+  tracker_ = std::move(t);
+}
+
 void MetricsObserver::on_start(const Vec& w0) {
   t0_ = std::chrono::steady_clock::now();
   tracker_ = injected_ ? std::move(injected_) : f_.make_tracker(w0);
@@ -133,7 +142,8 @@ void MetricsObserver::restore(const StateBag& all) {
   t0_ = std::chrono::steady_clock::now() -
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(m.get_double("wall")));
   tracker_ = f_.make_tracker(m.get_vec("w"));
-  tracker_->restore(m.sub("tracker"));
+  resume_tracker_ = m.sub("tracker");
+  tracker_->restore(resume_tracker_);
   // a checkpoint written without the estimate (log.L_estimate off then) starts it afresh
   if (L_est_ && m.has("smoothness/L")) L_est_->restore(m.sub("smoothness"));
   resume_method_ = all.sub("method");

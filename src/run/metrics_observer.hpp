@@ -50,8 +50,9 @@ class MetricsObserver final : public RunObserver {
                   std::function<void(const MetricsRow&)> progress = {});
 
   // track f and ∇f with `t` instead of the objective's own tracker (an ensemble column's
-  // view of the ensemble's tracker); call before on_start
-  void use_tracker(std::unique_ptr<IterateTracker> t) { injected_ = std::move(t); }
+  // view of the ensemble's tracker); call before on_start, or after restore (a resumed
+  // column: `t` then takes the checkpoint's tracker state)
+  void use_tracker(std::unique_ptr<IterateTracker> t);
   void on_start(const Vec& w0) override;
   void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) override;
   void prepare_update(const UpdateEvent& e, ConstVecRef delta) override;
@@ -121,6 +122,7 @@ class MetricsObserver final : public RunObserver {
   const Vec* last_w_ = nullptr;  // the iterate of the last on_update (for the tracker's checkpoint)
   bool resumed_ = false;
   StateBag resume_method_;
+  StateBag resume_tracker_;  // the checkpoint's tracker state, for a tracker use_tracker hands in
 };
 
 }  // namespace stale

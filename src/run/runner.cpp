@@ -295,12 +295,34 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
   phase.add_locks(lock_paths);
   const Method& lead = *ready.front().method;
   const RunPlan& plan = ready.front().plan;
+  // A killed or interrupted ensemble continues from its columns' checkpoints, which its loop
+  // writes together at one update: when every column's .partial holds a checkpoint of its own
+  // config at the same k, written by this stale. Otherwise (a column finished or diverged
+  // before the others' last checkpoint, or never reached one) the ensemble runs afresh — the
+  // same numbers, only later.
+  std::vector<PartialRun> partials(ready.size());
+  bool resuming = true;
+  for (size_t c = 0; c < ready.size() && resuming; ++c) {
+    const std::string partial = columns[ready[c].index].path + ".partial";
+    try {
+      resuming = std::filesystem::exists(partial);
+      if (!resuming) break;
+      partials[c] = read_partial_run(partial);
+      resuming = partials[c].has_checkpoint && partials[c].config == columns[ready[c].index].config.to_toml() &&
+                 partials[c].k == partials[0].k && changes_since_checkpoint(partials[c]).empty();
+    } catch (const UserError&) {
+      resuming = false;  // not a run file a resume can continue: afresh
+    }
+  }
+  std::vector<ResumeFrom> from(ready.size());
+  for (size_t c = 0; c < ready.size(); ++c) from[c].partial = &partials[c];
   std::vector<std::unique_ptr<RunSession>> sessions;
   phase.set_up_done();
   try {
-    for (const auto& r : ready)
-      sessions.push_back(std::make_unique<RunSession>(columns[r.index].config, columns[r.index].path, false, f, *r.method,
-                                                      plan, t0, overwrite));
+    for (size_t c = 0; c < ready.size(); ++c)
+      sessions.push_back(std::make_unique<RunSession>(columns[ready[c].index].config, columns[ready[c].index].path,
+                                                      false, f, *ready[c].method, plan, t0, overwrite,
+                                                      resuming ? &from[c] : nullptr));
     std::vector<Vec> w;
     std::vector<const Method*> methods;
     std::vector<RunObserver*> observers;
@@ -312,6 +334,7 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
     Mat W0(f->dim(), static_cast<Index>(w.size()));
     for (size_t c = 0; c < w.size(); ++c) W0.col(static_cast<Index>(c)) = w[c];
     std::shared_ptr<EnsembleTracker> tracker = f->make_ensemble_tracker(W0);
+    // a resumed column's view takes its checkpoint's tracker state (MetricsObserver::use_tracker)
     for (size_t c = 0; c < ready.size(); ++c) sessions[c]->observer().use_tracker(column_tracker(tracker, static_cast<int>(c)));
     const std::vector<RunReport> reports = lead.run_ensemble(*f, plan, methods, w, observers);
     for (size_t c = 0; c < ready.size(); ++c) out[ready[c].index].result = sessions[c]->finish(reports[c], w[c]);

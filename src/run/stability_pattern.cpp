@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "delays/delay_registry.hpp"
+#include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
 #include "optimizers/schedule_executor.hpp"
 #include "src/core/error.hpp"
@@ -150,9 +152,14 @@ DelayPattern schedule_pattern(const std::string& schedule, ScheduleParams params
 }
 
 void check_stability_objective(const Config& cfg) {
-  if (cfg.get_string("objective.name") != "quadratic")
+  if (!objective_entry(cfg.get_string("objective.name")).fixed_hessian) {
+    std::string valid;
+    for (const auto& e : ObjectiveRegistry::entries())
+      if (e.fixed_hessian) valid += (valid.empty() ? "" : ", ") + e.name;
     config_error("objective.name", "\"" + cfg.get_string("objective.name") +
-                                       "\": the stability predictor needs a quadratic (its recursion is linear)");
+                                       "\": the stability predictor needs a quadratic (its recursion is linear); valid: " +
+                                       valid);
+  }
   if (const double reg = cfg.get_float("objective.nonconvex_reg"); reg != 0) {
     std::ostringstream v;
     v.precision(15);  // as written (0.2, not 0.20000000000000001) where 15 digits round-trip
@@ -176,28 +183,37 @@ DelayPattern pattern_from_config(const Config& cfg, const std::string& order) {
   const int S = static_cast<int>(cfg.get_int("objective.stages"));
   const bool expected = order == "expected";
   const double scale = expected ? 1.0 / S : 1.0;
-  if (name == "sgd") return constant_delay_pattern(S, 0, true, 1.0);
-  if (name == "bcd") return constant_delay_pattern(S, 0, expected, scale);
-  if (name == "rpd") {
+  // the method's and the delay model's registry traits, not their names
+  const MethodEntry& entry = method_entry(name);
+  if (entry.kind == MethodKind::Fresh)
+    return entry.steps_all_blocks ? constant_delay_pattern(S, 0, true, 1.0) : constant_delay_pattern(S, 0, expected, scale);
+  if (entry.kind == MethodKind::DelayDriven) {
     const std::string& delay = cfg.get_string("delay.name");
-    if (delay == "zero") return constant_delay_pattern(S, 0, expected, scale);
-    if (delay == "constant") return constant_delay_pattern(S, cfg.get_int("delay.max"), expected, scale);
-    if (delay == "schedule") {
+    const DelayEntry& model = delay_entry(delay);
+    if (model.fixed_delay) return constant_delay_pattern(S, model.fixed_delay(cfg), expected, scale);
+    if (model.simulates_schedule) {
       if (!cfg.get_bool("delay.follow_order"))
-        config_error("delay.follow_order", "false: RPD draws stages uniformly, so its schedule delays form no periodic "
-                                           "recursion; set delay.follow_order = true (PipeDream's own order)");
+        config_error("delay.follow_order", "false: " + name + " draws stages uniformly, so its schedule delays form no "
+                                           "periodic recursion; set delay.follow_order = true (PipeDream's own order)");
       ExecutorOptions o = ExecutorOptions::from_config(cfg, cfg.get_string("delay.schedule"));
       o.params.stages = S / std::max(1, o.params.chunks);
       return schedule_pattern(o.schedule, o.params, o.costs);
     }
-    config_error("delay.name", "\"" + delay + "\" draws random delays, which form no periodic recursion; use zero, "
-                                              "constant or schedule (with delay.follow_order)");
+    std::string valid;
+    for (const auto& e : DelayRegistry::entries())
+      if (e.fixed_delay || e.simulates_schedule) valid += (valid.empty() ? "" : ", ") + e.name;
+    config_error("delay.name", "\"" + delay + "\" draws varying delays, which form no periodic recursion; use one of: " +
+                                   valid + " (a simulated schedule with delay.follow_order)");
   }
-  // a schedule method over one model: its registered schedule (traits, not names)
-  const MethodEntry& entry = method_entry(name);
-  if (entry.kind != MethodKind::ScheduleDriven || schedule_info(entry.schedule).replicated)
-    config_error("method.name", "\"" + name + "\" is not covered by the stability predictor (localsgd trains "
-                                              "replicas); choose sgd, bcd, rpd or a single-model schedule method");
+  // a schedule method over one model: its registered schedule
+  if (schedule_info(entry.schedule).replicated) {
+    std::string valid;
+    for (const auto& e : MethodRegistry::entries())
+      if (e.kind != MethodKind::ScheduleDriven || !schedule_info(e.schedule).replicated)
+        valid += (valid.empty() ? "" : ", ") + e.name;
+    config_error("method.name", "\"" + name + "\" trains replicas, which the stability predictor does not model; choose "
+                                              "one of: " + valid);
+  }
   if (entry.predict && cfg.get_bool("method.prediction"))
     config_error("method.prediction", "true: PipeMare's weight prediction adds the velocity to the recursion, which "
                                       "the predictor does not model (set it false: PipeDream without stashing)");

@@ -20,7 +20,7 @@
 // a is I and in w^(s) is X_s, neither depending on weights, so the backward pass computes the
 // same gradient whichever version it uses (stashing or not, objectives/linear_model_cpu.cpp).
 //
-// Constant delay δ (RPD, delay.name = "constant"): every block read δ updates old, with
+// Constant delay δ (RPD under a delay model with a fixed delay): every block read δ updates old, with
 //   - cyclic block order a_k = k mod S (period S), or
 //   - all blocks at once with scale 1/S: the expected recursion of RPD's uniform stage draws,
 //     E w_{k+1} = E w_k − (γ/S)(A E w_{k−δ} − b), since s_k is drawn independently of the past.
@@ -65,17 +65,19 @@ DelayPattern constant_delay_pattern(int blocks, int64_t delta, bool all_blocks, 
 // schedule has replicas (LocalSGD) or no period shows (random costs: jitter, stragglers).
 DelayPattern schedule_pattern(const std::string& schedule, ScheduleParams params, const CostModel& costs);
 
-// What a config's method.* and delay.* keys make of the recursion:
-//   sgd: gradient descent; bcd and rpd with delay.name = zero | constant: δ = 0 | delay.max with
-//   `order` = "cyclic" or "expected" (all blocks, γ/S); rpd with delay.name = "schedule" and
-//   delay.follow_order: the schedule's pattern; the schedule methods (pipedream, paci, 2bw,
-//   gpipe, 1f1b-flush, interleaved, zb-h1, pipedream-nostash, pipemare without prediction):
-//   their schedule's pattern. Anything else (random delays, localsgd, momentum/adamw) is a
-//   UserError naming the key.
+// What a config's method.* and delay.* keys make of the recursion, read from the registry
+// entries' traits:
+//   a fresh-read method that steps every block at once (MethodEntry::steps_all_blocks):
+//   gradient descent; one that steps a drawn block, or a delay-driven method under a model
+//   with one fixed delay δ (DelayEntry::fixed_delay): δ with `order` cyclic or expected (all
+//   blocks, γ/S); a delay-driven method under a simulated schedule (simulates_schedule) with
+//   delay.follow_order: the schedule's pattern; a schedule method over one model (not
+//   replicas; PipeMare without prediction): its schedule's pattern. Anything else (varying
+//   delays, replicas, momentum/adamw) is a UserError naming the key and what is valid.
 DelayPattern pattern_from_config(const Config& cfg, const std::string& order);
 
-// The predictor's recursion is linear: the objective must be a quadratic (objective.name =
-// "quadratic", objective.nonconvex_reg = 0), else a UserError naming the key. Both front ends
+// The predictor's recursion is linear: the objective must have one Hessian
+// (ObjectiveEntry::fixed_hessian, objective.nonconvex_reg = 0), else a UserError naming the key. Both front ends
 // (stale stability, stale.stability) call it.
 void check_stability_objective(const Config& cfg);
 

@@ -391,7 +391,8 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
           }
           // an ensemble: every column runs (so that its arithmetic is the same whatever a
           // resume skips); a column whose file exists writes to a scratch name, removed after.
-          // Ensembles write no checkpoints: a killed or interrupted one starts again.
+          // A killed or interrupted ensemble continues from its columns' checkpoints when
+          // they hold one at the same update (run_ensemble_experiment), else starts again.
           std::vector<EnsembleColumn> columns;
           std::vector<bool> wanted;
           for (const auto* r : item) {

@@ -13,7 +13,15 @@
 3. A live .partial read by h5py while the run writes (issue 13): SWMR read, consistent rows.
 4. `stale sweep` stopped by SIGINT → exit 130, index.csv consistent; run again, it resumes
    the interrupted runs and its files equal an uninterrupted sweep's.
-Total time is bounded (about 30 s on 2 cores): runs are small and flush every 20 ms.
+5. An ensemble sweep (--ensemble 4: four step sizes of logistic regression advancing as one
+   lockstep ensemble, rpd and pipedream) killed by SIGKILL at a random moment after its
+   columns checkpointed, then run again: the columns continue from their checkpoints as one
+   ensemble (each file keeps the killed run's start time) and every file equals the
+   uninterrupted sweep's bit for bit. Logistic regression, so that a column continued alone
+   (a one-column ensemble sums its gradient in another order) would show in the last bits.
+Total time is bounded (about 1.5 min on 2 cores): runs are small and flush every 20 ms; the
+killed runs are long enough (120,000 updates, ~0.7 s) that most kills land after the first flush
+(at 24,000 updates a run took ~0.04 s and 0–2 of the 20 kills found a .partial).
 """
 from __future__ import annotations
 
@@ -127,7 +135,7 @@ def resume(stale, partial):
 
 def kill_trials(stale, tmp, kills, rng):
     methods = ["rpd", "pipedream"]
-    updates = 24000
+    updates = 120000  # long enough that most kills land after the first flush (0.02 s)
     refs, durations = {}, {}
     for m in methods + ["paci", "localsgd"]:
         cfg = config(tmp, m, updates)
@@ -275,6 +283,93 @@ def sweep_trial(stale, tmp):
           "resumed sweep equals the uninterrupted one")
 
 
+def checkpoint_k(path):
+    """k of the valid checkpoint of a .partial (None: none yet, or not readable now)"""
+    try:
+        try:
+            f = h5py.File(path, "r", swmr=True)
+        except OSError:
+            f = h5py.File(path, "r")
+        with f:
+            if "checkpoint/index" not in f:
+                return None
+            valid, _, _, k = (int(v) for v in f["checkpoint/index"][()])
+            return k if valid else None
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def started(path):
+    try:
+        f = h5py.File(path, "r", swmr=True)  # a killed run's .partial was held in SWMR mode
+    except OSError:
+        f = h5py.File(path, "r")
+    with f:
+        s = f.attrs["started"]
+        return s.decode() if isinstance(s, bytes) else s
+
+
+def ensemble_kill_trial(stale, tmp, rng):
+    lrs = [0.002, 0.003, 0.004, 0.005]
+    for method in ("rpd", "pipedream"):
+        text = BASE.format(method=method, updates=120000).replace(
+            'name = "quadratic"\ngenerator = "random"', 'name = "logistic"\ngenerator = "synthetic"')
+        cfg = os.path.join(tmp, f"ens-{method}.toml")
+        with open(cfg, "w") as f:
+            f.write(text + (RPD_DELAY if method == "rpd" else ""))
+        sw = os.path.join(tmp, f"ens-{method}-sweep.toml")
+        with open(sw, "w") as f:
+            f.write(f'base = "{os.path.basename(cfg)}"\n[grid]\n"method.lr" = {lrs}\n')
+        args = ["sweep", sw, "--quiet", "--jobs", "1", "--ensemble", str(len(lrs))]
+        ref_dir, out = os.path.join(tmp, f"ens-{method}-ref"), os.path.join(tmp, f"ens-{method}")
+        # the constants cache warm for both sweeps: a cached f_* says so in /theory/f_star_method
+        run(stale, "run", cfg, "--quiet", "--out", os.path.join(tmp, f"ens-{method}-warm.h5"), "method.updates=1")
+        t = time.time()
+        ref = run(stale, *args, "--out", ref_dir)
+        if ref.returncode != 0:
+            fail(f"ensemble sweep ({method}): {ref.stderr.strip()}")
+        duration = time.time() - t
+        p = subprocess.Popen([stale, *args, "--out", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # killed at a random moment once every column holds a checkpoint (before that a rerun
+        # starts afresh, which the sweep trial above covers)
+        runs = os.path.join(out, "runs")
+        deadline = time.time() + 60
+        while p.poll() is None and time.time() < deadline:
+            partials = [os.path.join(runs, n) for n in os.listdir(runs)] if os.path.isdir(runs) else []
+            partials = [n for n in partials if n.endswith(".partial")]
+            if len(partials) == len(lrs) and all(checkpoint_k(n) for n in partials):
+                break
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.3) * duration)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        partials = sorted(os.path.join(runs, n) for n in os.listdir(runs) if n.endswith(".partial"))
+        if len(partials) != len(lrs):
+            fail(f"ensemble sweep ({method}): {len(partials)} .partial files after the kill, expected {len(lrs)} "
+                 "(the sweep finished before it: make it longer)")
+        for n in partials:
+            why = check_partial(n)
+            if why:
+                fail(f"ensemble sweep ({method}): {n}: {why}")
+        ks = {checkpoint_k(n) for n in partials}
+        starts = {n[:-len(".partial")]: started(n) for n in partials}
+        time.sleep(1.1)  # a run started afresh now would carry another start time
+        again = run(stale, *args, "--out", out)
+        if again.returncode != 0:
+            fail(f"ensemble sweep resume ({method}): {again.stderr.strip()}")
+        for name in os.listdir(os.path.join(ref_dir, "runs")):
+            why = same_file(os.path.join(ref_dir, "runs", name), os.path.join(runs, name))
+            if why:
+                fail(f"ensemble sweep resume ({method}): {name}: {why}")
+        continued = all(started(path) == s for path, s in starts.items())
+        if len(ks) == 1 and not continued:
+            fail(f"ensemble sweep resume ({method}): every column held a checkpoint at k = {ks.pop()}, "
+                 "but the ensemble ran afresh")
+        how = (f"continued from one checkpoint at k = {ks.pop()}" if continued else
+               f"killed between two columns' checkpoints (k = {sorted(ks)}): ran afresh")
+        print(f"ensemble sweep SIGKILL ({method}, {len(lrs)} columns): {how}; files equal the uninterrupted sweep's")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stale", required=True)
@@ -289,6 +384,7 @@ def main():
         signal_trials(a.stale, tmp)
         live_read(a.stale, tmp)
         sweep_trial(a.stale, tmp)
+        ensemble_kill_trial(a.stale, tmp, rng)
     print(f"kill_and_resume: all checks passed in {time.time() - t0:.1f} s")
 
 

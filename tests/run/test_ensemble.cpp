@@ -2,14 +2,20 @@
 // separate run's — bit for bit on least squares (the tracker's products sum each column as
 // the single tracker does, src/core/block_product.hpp) and for one column, to rounding on
 // logistic regression (its gradient Xᵀ ℓ'(XW) is a GEMM) — for every registered method that
-// forms ensembles, with a diverging column among converging ones.
+// forms ensembles, with a diverging column among converging ones. A lone run is the same loop
+// with one column (optimizers/rpd.cpp, optimizers/schedule_executor.cpp): these tests are the
+// loop's regression tests at P > 1, tests/golden's digests at P = 1.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
+#include "objectives/objective_factory.hpp"
 #include "objectives/objective_registry.hpp"
+#include "optimizers/method.hpp"
 #include "optimizers/method_registry.hpp"
+#include "src/backend/backend.hpp"
 #include "src/io/h5.hpp"
 #include "src/run/runner.hpp"
 #include "src/run/sweep.hpp"
@@ -109,6 +115,7 @@ TEST_SUITE("run") {
 // registries, so a new method or objective is covered without an edit here.
 TEST_CASE("EveryRegisteredMethodsEnsembleColumnsEqualItsSeparateRuns") {
   int pairs = 0;
+  std::set<std::string> covered;
   for (const auto& o : ObjectiveRegistry::entries()) {
     if (!o.ensembles_on_cpu) continue;
     for (const auto& m : MethodRegistry::entries()) {
@@ -119,14 +126,27 @@ TEST_CASE("EveryRegisteredMethodsEnsembleColumnsEqualItsSeparateRuns") {
       std::string body = base(o.name, m.name, extra);
       const std::string gen = "generator = \"" + std::string(o.name == "quadratic" ? "random" : "synthetic") + "\"";
       body.replace(body.find(gen), gen.size(), "generator = \"" + o.generators.front().name + "\"");
+      {
+        // a lockstep ensemble indeed: a method whose columns ran one after another would pass
+        // the comparison below without testing the ensemble loop
+        const Config c = column_config(body, 0.01);
+        const auto f = make_objective(c, BackendKind::Cpu);
+        CHECK(make_method(c, *f)->runs_ensembles());
+      }
       CHECK(ensemble_vs_separate("registry-one-" + o.name + "-" + m.name, body, {0.01}) == 0.0);
       const double worst = ensemble_vs_separate("registry-" + o.name + "-" + m.name, body, {0.002, 0.005, 0.01, 0.02});
       if (o.name == "quadratic") CHECK(worst == 0.0);
       else CHECK(worst <= kColumnTolerance);
       ++pairs;
+      covered.insert(m.name);
     }
   }
   CHECK(pairs >= 2 * 12);  // quadratic and logistic × rpd and the eleven schedule methods, at least
+  // the schedule methods added after the first ensembles, pinned: each still registered and covered
+  for (const char* name : {"pipemare", "zb-h1", "interleaved", "2bw", "gpipe"}) {
+    CAPTURE(name);
+    CHECK(covered.count(name) == 1);
+  }
 }
 
 TEST_CASE("OneColumnEnsembleIsItsSeparateRunBitForBit") {
