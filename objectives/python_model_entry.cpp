@@ -5,6 +5,8 @@
 // key of its own, and the CLI or a sweep given that name says where it runs instead of
 // "not valid": the callables live in a Python process, so only stale.run(config, model=...)
 // can build it.
+#include "objectives/python_model_entry.hpp"
+
 #include "objectives/objective_registry.hpp"
 #include "src/core/error.hpp"
 

@@ -6,8 +6,10 @@
 // one-line message (src/core/error.hpp UserError).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include <atomic>
@@ -20,34 +22,30 @@
 #include <variant>
 #include <vector>
 
-#include "objectives/data/data_file.hpp"
+#include "objectives/charlm/charlm.hpp"
 #include "objectives/linear/linear_data.hpp"
 #include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/linear/linear_model_cpu_sparse.hpp"
-#include "delays/delay_registry.hpp"
-#include "objectives/charlm/charlm.hpp"
 #include "objectives/objective_factory.hpp"
-#include "objectives/objective_registry.hpp"
-#include "optimizers/method_registry.hpp"
 #include "python/stage_model_objective.hpp"
 #include "src/backend/backend.hpp"
+#include "src/commands/component_catalog.hpp"
+#include "src/commands/config_keys.hpp"
+#include "src/commands/output_schema.hpp"
 #include "src/commands/predict_stability.hpp"
+#include "src/commands/run_config.hpp"
 #include "src/commands/simulate_schedule.hpp"
+#include "src/commands/sweep_grid.hpp"
 #include "src/config/config.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/cpu_target.hpp"
-#include "src/checks/config_rules.hpp"
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
-#include "src/io/run_file.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
 #include "src/pipeline/cost_model.hpp"
 #include "src/pipeline/schedule.hpp"
 #include "src/pipeline/simulator.hpp"
-#include "src/run/run_in_memory.hpp"
-#include "src/run/runner.hpp"
-#include "src/sweep/sweep.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -92,10 +90,9 @@ Config make_config(const std::string& path, const std::string& text, const std::
 using Array2 = nb::ndarray<const double, nb::ndim<2>, nb::device::cpu>;
 using Array1 = nb::ndarray<const double, nb::ndim<1>, nb::device::cpu>;
 
-// a user's X, y (and w_true) as the linear models' data, checked like a data file's
-// (objectives/data/data_file.hpp) and partitioned into batches like make_linear_data's
-std::shared_ptr<LinearData> data_from_arrays(const Config& cfg, const Array2& X, const Array1& y,
-                                             const std::optional<Array1>& w_true) {
+// a user's X, y (and w_true) copied into the linear models' data; the command layer checks
+// and partitions them (objective_of_arrays)
+std::shared_ptr<LinearData> arrays_data(const Array2& X, const Array1& y, const std::optional<Array1>& w_true) {
   auto data = std::make_shared<LinearData>();
   const Index n = static_cast<Index>(X.shape(0)), d = static_cast<Index>(X.shape(1));
   data->X.resize(n, d);
@@ -114,16 +111,6 @@ std::shared_ptr<LinearData> data_from_arrays(const Config& cfg, const Array2& X,
   };
   data->y = vec(y);
   if (w_true) data->w_true = vec(*w_true);
-  const bool logistic = cfg.get_string("objective.name") == "logistic";
-  if (!logistic && cfg.get_string("objective.name") != "quadratic")
-    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
-                                       "\": arrays X, y are data of the linear models; choose quadratic or logistic");
-  check_linear_data(*data, "X, y", logistic);
-  data->description = "arrays n=" + std::to_string(n) + " d=" + std::to_string(d);
-  const Index bs = cfg.get_int("objective.batch_size");
-  if (bs > data->n())
-    config_error("objective.batch_size", std::to_string(bs) + " exceeds the number of samples " + std::to_string(data->n()));
-  partition_batches(*data, bs);
   return data;
 }
 
@@ -179,82 +166,36 @@ nb::dict theory_dict(const TheoryConstants& t) {
   return d;
 }
 
-// A config's objective.* keys made to describe a model defined in Python: objective.name =
-// "python", objective.stages = the model's stages; keys the model decides itself refused when given.
-void configure_for_model(Config& cfg, int64_t stages) {
-  if (cfg.is_set("objective.name") && cfg.get_string("objective.name") != "python")
-    config_error("objective.name", "\"" + cfg.get_string("objective.name") +
-                                       "\" with model=: the model is the objective; leave objective.name unset or \"python\"");
-  if (cfg.is_set("objective.stages") && cfg.get_int("objective.stages") != stages)
-    config_error("objective.stages", std::to_string(cfg.get_int("objective.stages")) + " but the model has " +
-                                         std::to_string(stages) + " stages; leave objective.stages unset");
-  if (cfg.is_set("objective.batch_size"))
-    config_error("objective.batch_size", "a model defined in Python brings its own batches (num_batches, batch_rows); "
-                                         "leave objective.batch_size unset");
-  cfg.apply_override("objective.name=\"python\"");
-  cfg.apply_override("objective.stages=" + std::to_string(stages));
-}
-
-nb::dict run(const std::string& path, const std::string& text, const std::vector<std::string>& overrides,
-             const std::string& out, bool force, bool progress, bool drop_unread, std::optional<Array2> X,
-             std::optional<Array1> y, std::optional<Array1> w_true, nb::object model, const std::string& resume) {
-  Config cfg = make_config(path, text, overrides);
-  if (drop_unread) drop_unread_keys(cfg);
-  std::shared_ptr<const Objective> objective;
+nb::dict run(const std::string& path, const std::vector<std::string>& overrides, const std::string& out, bool force,
+             bool progress, bool drop_unread, std::optional<Array2> X, std::optional<Array1> y,
+             std::optional<Array1> w_true, nb::object model, const std::string& resume) {
   if (X.has_value() != y.has_value()) throw UserError("stale.run: pass both X and y, or neither");
-  if (X && !model.is_none()) throw UserError("stale.run: pass arrays X, y or a model, not both");
-  if (!resume.empty()) {
-    // a resumed run is its .partial's: that config (its seed, its objective) is the run's
-    if (X) throw UserError("stale.run: resume= continues a .partial; X, y cannot be passed again (resume a run of a data file instead)");
-    const Config stored = Config::from_string(read_partial_run(resume).config, resume);
-    const bool python_model = stored.get_string("objective.name") == "python";
-    if (python_model != !model.is_none())
-      throw UserError(resume + (python_model ? ": a run of a model defined in Python; pass the same model= to resume it"
-                                             : ": not a run of a model defined in Python; resume it without model="));
-    if (python_model) {
-      const int64_t S = nb::cast<int64_t>(model.attr("stages"));
-      if (stored.get_int("objective.stages") != S)
-        throw UserError(resume + ": a run of a model with " + std::to_string(stored.get_int("objective.stages")) +
-                        " stages, the model passed has " + std::to_string(S));
-      objective = std::make_shared<StageModelObjective>(model, static_cast<uint64_t>(stored.get_int("seed")));
-    }
-    RunOptions o;
-    o.progress = progress;
-    o.objective = objective;
-    o.overwrite = force;
-    o.resume_from = resume;
-    std::string written;
-    {
-      Released r;
-      written = run_experiment(stored, "", o).path;
-    }
-    nb::dict d;
-    d["path"] = written;
-    return d;
-  }
-  if (!model.is_none()) {
-    configure_for_model(cfg, nb::cast<int64_t>(model.attr("stages")));
-    // built here, with the interpreter lock: its constructor probes the model (model.py's prepare)
-    objective = std::make_shared<StageModelObjective>(model, static_cast<uint64_t>(cfg.get_int("seed")));
-  }
+  RunRequest req;
+  req.config_path = path;
+  req.defaults = path.empty();  // config=None or a dict: the defaults, then the overrides
+  req.overrides = overrides;
+  req.out = out;
+  req.keep_in_memory = true;
+  req.force = force;
+  req.progress = progress;
+  req.drop_unread = drop_unread;
+  req.resume = resume;
+  req.arrays = X.has_value();
+  if (!model.is_none()) req.model_stages = nb::cast<int64_t>(model.attr("stages"));
+  PreparedRun p = prepare_run(req);
+  if (!model.is_none())  // built here, with the interpreter lock: its constructor probes the model (model.py's prepare)
+    p.options.objective = std::make_shared<StageModelObjective>(model, static_cast<uint64_t>(p.config.get_int("seed")));
   if (X) {
-    // the data come from the call, not from a generator: the resolved config says so
-    if (!cfg.is_set("objective.generator")) cfg.apply_override("objective.generator=\"file\"");
-    if (cfg.get_string("objective.generator") != "file")
-      config_error("objective.generator", "\"" + cfg.get_string("objective.generator") +
-                                              "\" generates its own data; with arrays X, y leave it unset or \"file\"");
-    if (cfg.get_string("objective.data").empty()) cfg.apply_override("objective.data=\"<arrays passed from Python>\"");
-    auto data = data_from_arrays(cfg, *X, *y, w_true);
+    auto data = arrays_data(*X, *y, w_true);
     Released r;
-    const BackendKind backend = resolve_backend(cfg.get_string("backend"));
-    objective = make_linear_objective_on(cfg, std::move(data), backend);
+    p.options.objective = objective_of_arrays(p.config, std::move(data));
   }
   nb::dict d;
-  if (!out.empty()) {
+  if (!p.in_memory) {
     std::string written;
     {
       Released r;
-      written = run_experiment(cfg, out, progress, objective, force).path;
+      written = run_to_file(p).path;
     }
     d["path"] = written;
     return d;
@@ -262,7 +203,7 @@ nb::dict run(const std::string& path, const std::string& text, const std::vector
   InMemoryRun m;
   {
     Released r;
-    m = run_in_memory(cfg, objective, progress);
+    m = run_kept_in_memory(p);
   }
   const RunResult& res = m.result;
   d["status"] = res.status;
@@ -270,7 +211,7 @@ nb::dict run(const std::string& path, const std::string& text, const std::vector
   d["wall_seconds"] = res.wall_seconds;
   d["updates"] = res.updates;
   d["config"] = m.config_toml;
-  d["seed"] = cfg.get_int("seed");
+  d["seed"] = p.config.get_int("seed");
   d["metrics"] = metrics_dict(m.metrics);
   const size_t dim = static_cast<size_t>(m.objective.d);
   const size_t logged = m.iterates_k.size();
@@ -412,26 +353,29 @@ nb::dict schedule(const std::string& name, int stages, int64_t microbatches, int
 }
 
 nb::dict sweep(const std::string& path, const std::vector<std::string>& overrides, const std::string& out_dir, int jobs,
-               bool progress, bool dry_run) {
-  const Sweep sw = load_sweep(path, overrides);
-  SweepOptions o;
-  o.out_dir = out_dir;
-  o.jobs = jobs;
-  o.progress = progress;
-  o.dry_run = dry_run;
-  SweepSummary s;
+               int ensemble, const std::string& shard, bool progress, bool dry_run) {
+  SweepRequest req;
+  req.path = path;
+  req.overrides = overrides;
+  req.shard = shard;
+  req.options.out_dir = out_dir;
+  req.options.jobs = jobs;
+  req.options.ensemble = ensemble;
+  req.options.progress = progress;
+  req.options.dry_run = dry_run;
+  SweepOutcome o;
   {
     Released r;
-    s = run_sweep(sw, o);
+    o = sweep_grid(req);
   }
+  const SweepSummary& s = o.summary;
   nb::dict d;
   d["total"] = s.total;
   d["ran"] = s.ran;
   d["skipped"] = s.skipped;
   d["failed"] = s.failed;
   d["index_csv"] = s.index_csv;
-  std::vector<std::string> axes = sw.axes;
-  d["axes"] = axes;
+  d["axes"] = o.axes;
   return d;
 }
 
@@ -587,59 +531,79 @@ NB_MODULE(_stale, m) {
   m.attr("git_sha") = stale::build::git_sha;
   m.attr("cpu_target") = stale::build::cpu_target;
   if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) throw nb::import_error(cpu.c_str());
-  m.def("run", &stale::run, "path"_a, "text"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a, "drop_unread"_a,
+  m.def("run", &stale::run, "path"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a, "drop_unread"_a,
         "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none(),
         "model"_a.none() = nb::none(), "resume"_a = "");
   m.def("schedule", &stale::schedule, "name"_a, "stages"_a, "microbatches"_a, "accumulation"_a, "replicas"_a,
         "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a, "trace"_a,
         "delay_table"_a.none());
-  m.def("sweep", &stale::sweep, "path"_a, "overrides"_a, "out_dir"_a, "jobs"_a, "progress"_a, "dry_run"_a);
+  m.def("sweep", &stale::sweep, "path"_a, "overrides"_a, "out_dir"_a, "jobs"_a, "ensemble"_a, "shard"_a, "progress"_a,
+        "dry_run"_a);
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
   m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
   m.def("charlm_data", &stale::charlm_data, "path"_a, "text"_a, "overrides"_a);
   m.def("metric_names", [] {
     std::vector<std::string> names;
-    for (const auto& c : stale::metric_columns()) names.push_back(c.name);
+    for (const auto& r : stale::metric_rows()) names.push_back(r.name);
     return names;
   }, "the /metrics series in the run file's order (src/io/metrics_schema.hpp)");
+  m.def("schema", [] {
+    auto rows = [](const std::vector<OutputColumnRow>& rs, bool with_source) {
+      nb::list out;
+      for (const auto& r : rs) {
+        nb::dict d;
+        d["name"] = r.name;
+        d["dtype"] = r.dtype;
+        d["unit"] = r.unit;
+        d["description"] = r.description;
+        if (with_source) d["from"] = r.source.empty() ? nb::none() : nb::cast(r.source);
+        out.append(d);
+      }
+      return out;
+    };
+    nb::dict d;
+    d["metrics"] = rows(metric_rows(), false);
+    d["index"] = rows(index_rows(), true);
+    return d;
+  }, "the run file's /metrics series and the sweep index's columns (stale schema)");
   m.def("released_calls", [] { return g_released_calls.load(); },
         "C++ calls now running with the interpreter lock released");
   // the registries as `stale list` prints them, so that Python tests loop over every method
   // and delay model (a new one is covered without an edit)
-  m.def("components", [] {
+  m.def("components", [](const std::string& family) {
     nb::dict d;
-    nb::list methods, delays, objectives;
-    for (const auto& e : MethodRegistry::entries()) {
-      nb::dict r;
-      r["name"] = e.name;
-      r["kind"] = method_kind_name(e.kind);
-      r["schedule"] = e.schedule;
-      r["stash"] = e.stash;
-      r["summary"] = e.summary;
-      methods.append(r);
+    for (const auto& f : component_catalog(family)) {
+      nb::list rows;
+      for (const auto& r : f.rows) {
+        nb::dict row;
+        row["name"] = r.name;
+        row["traits"] = r.traits;
+        row["keys"] = r.keys;
+        row["summary"] = r.summary;
+        for (const auto& [name, value] : r.facts) row[name.c_str()] = nb::cast(value);
+        rows.append(row);
+      }
+      d[f.name.c_str()] = rows;
     }
-    for (const auto& e : DelayRegistry::entries()) {
-      nb::dict r;
-      r["name"] = e.name;
-      r["keys"] = e.keys;
-      r["summary"] = e.summary;
-      delays.append(r);
-    }
-    for (const auto& e : ObjectiveRegistry::entries()) {
-      nb::dict r;
-      r["name"] = e.name;
-      r["summary"] = e.summary;
-      objectives.append(r);
-    }
-    d["methods"] = methods;
-    d["delays"] = delays;
-    d["objectives"] = objectives;
     return d;
-  }, "the registered methods, delay models and objectives (stale list)");
+  }, "family"_a = "", "the registered components by family (stale list)");
+  m.def("keys", [](const std::string& prefix) {
+    nb::list out;
+    for (const auto& r : config_key_rows(prefix, "stale.keys")) {
+      nb::dict d;
+      d["key"] = r.key;
+      d["type"] = r.type;
+      d["default"] = nb::cast(r.fallback);
+      d["meaning"] = r.meaning;
+      d["choices"] = r.choices;
+      out.append(d);
+    }
+    return out;
+  }, "prefix"_a = "", "the config keys that start with prefix (stale keys)");
   m.def("config_keys", [] {
     std::vector<std::string> keys;
-    for (const auto& k : config_schema()) keys.push_back(k.key);
+    for (const auto& r : config_key_rows()) keys.push_back(r.key);
     return keys;
-  });
+  }, "every config key's name, in the schema's order");
 }

@@ -62,6 +62,7 @@ REVIEWED = {
     ("delays/table_delay.cpp", "schedule"): "a schedule file's /delays, read as a table",
     ("delays/delay_model.hpp", "schedule"): "the word in a message",
     ("python/stale_module.cpp", "schedule"): "the Python function stale.schedule",
+    ("src/commands/component_catalog.cpp", "schedule"): "a method row's fact `schedule` (the schedule it executes)",
     # a method that is a variant of another's schedule names the schedule it runs
     ("optimizers/pipemare.cpp", "pipedream"): "pipemare runs the pipedream schedule (its registry entry's schedule field)",
     ("optimizers/pipedream_nostash.cpp", "pipedream"): "pipedream-nostash runs the pipedream schedule (its entry's schedule field)",
@@ -74,13 +75,14 @@ REVIEWED = {
     # known debts (docs/design.md "Registries"; issue 33): each should become a registry trait
     ("src/cli/sample_command.cpp", "charlm"): "DEBT: 'generates text' is not yet an ObjectiveEntry trait",
     ("src/cli/sample_command.hpp", "charlm"): "DEBT: as sample_command.cpp",
+    ("src/commands/run_config.cpp", "quadratic"): "DEBT: stale.run(X=, y=) asks for the linear objectives by name",
+    ("src/commands/run_config.cpp", "logistic"): "DEBT: stale.run(X=, y=) asks for the linear objectives by name",
     ("python/stale_module.cpp", "quadratic"): "DEBT: the module's data export asks for the linear objectives by name",
     ("python/stale_module.cpp", "logistic"): "DEBT: the module's data export asks for the linear objectives by name",
     ("python/stale_module.cpp", "charlm"): "DEBT: stale.charlm_data (the char-GPT's data and layout for stale.torch) asks for it by name",
     # the objective "python" is registered in objectives/ (a layer below the module, so that the
     # CLI can refuse it in one line); its implementation is the module's, which alone can build it
     ("python/stage_model_objective.hpp", "python"): "the Python-defined objective's own C++ side",
-    ("python/stale_module.cpp", "python"): "stale.run(model=...), the only place the Python-defined objective is built",
 }
 
 

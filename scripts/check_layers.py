@@ -40,8 +40,13 @@ BELOW = {
 
 FRONT_ENDS = ["src/cli", "python/stale_module.cpp"]
 # what a command does, which a front end must reach through src/commands: the simulator and
-# schedule builder, the memory guard, the stability predictor
-ENGINE_CALLS = re.compile(r"\b(simulate|make_schedule|check_memory|largest_stable_step)\s*\(|\bStabilityPredictor\b")
+# schedule builder, the memory guard, the stability predictor; the runner, its config rules and
+# the sweep engine (src/commands/run_config, sweep_grid); the registries and the schema a
+# listing reads (component_catalog, config_keys)
+ENGINE_CALLS = re.compile(r"\b(simulate|make_schedule|check_memory|largest_stable_step|run_experiment|run_or_resume|"
+                          r"run_in_memory|read_partial_run|drop_unread_keys|check_unread_keys|load_sweep|run_sweep|"
+                          r"parse_shard|config_schema|schedule_catalog)\s*\(|\bStabilityPredictor\b|"
+                          r"\b\w+Registry::entries\b")
 
 
 def layer_of(path):

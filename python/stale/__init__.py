@@ -10,6 +10,7 @@
     stale.sweep("experiments/e1_sweep.toml", out="sweeps/e1", jobs=2)   # the index DataFrame
     stale.stability(cfg, lr=[0.01, 0.02])                              # ρ and γ_max
     stale.objective(cfg)["X"], stale.objective(cfg)["f_star"]           # the data and constants
+    stale.components("methods"), stale.keys("delay"), stale.schema()    # stale list / keys / schema
     stale.analysis.choose(...), stale.analysis.fit_exponent(x, y)        # the scripts' analysis layer
 
 A config is a TOML file path, or a dict (nested sections or dotted keys); overrides are keyword
@@ -19,9 +20,9 @@ message. The C++ work runs with the interpreter lock released.
 """
 from ._stale import ConfigError, git_sha, version as __version__
 from .results import Run, load, load_sweep
-from .api import components, objective, run, schedule, stability, sweep, Schedule
+from .api import components, keys, objective, run, schedule, schema, stability, sweep, Schedule
 from .model import StageModel, batch_offsets
 from . import analysis
 
-__all__ = ["ConfigError", "Run", "Schedule", "StageModel", "analysis", "batch_offsets", "components", "load", "load_sweep", "objective", "run", "schedule", "stability", "sweep",
+__all__ = ["ConfigError", "Run", "Schedule", "StageModel", "analysis", "batch_offsets", "components", "keys", "load", "load_sweep", "objective", "run", "schedule", "schema", "stability", "sweep",
            "__version__", "git_sha"]

@@ -1,5 +1,7 @@
 """The calls: stale.run, stale.schedule, stale.sweep, stale.stability (each one C++ call of
-python/stale_module.cpp with the interpreter lock released)."""
+python/stale_module.cpp with the interpreter lock released) and the listings stale.components,
+stale.keys, stale.schema — each a function of the command layer (src/commands/) that the CLI
+calls too, so both front ends refuse the same input with the same line."""
 from __future__ import annotations
 
 import os
@@ -29,20 +31,16 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resum
     model: a stage-wise model defined in Python (stale.StageModel, or stale.torch.TorchStages
     over PyTorch modules; README "Your own model"): every method runs on it; the config's
     objective.name becomes "python" and objective.stages the model's stage count.
-    resume: a RUN.h5.partial to continue from its checkpoint (as `stale run --resume`; its
-    config is the run's, `config` and overrides are not read); a run of a Python model needs
-    the same model again. Returns the finished run file's Run.
+    resume: a RUN.h5.partial (or its RUN.h5) to continue from its checkpoint (as `stale run
+    --resume`, through the same command layer: its config and path are the run's, so a config,
+    overrides or `out` with it are refused); a run of a Python model needs the same model again.
+    Returns the finished run file's Run.
     """
     from .model import _Driver
     driver = None
     if model is not None:
         driver = model if isinstance(model, _Driver) else _Driver(model)
-    if resume is not None:
-        if config is not None or overrides:
-            raise _stale.ConfigError("stale.run: resume= continues the .partial's own config; pass no config or overrides")
-        fields = _stale.run("", "", [], "", bool(force), bool(progress), False, model=driver, resume=os.fspath(resume))
-        return load(fields["path"])
-    path, text, assigns = resolve(config, overrides)
+    path, _, assigns = resolve(config, overrides)
     arrays = {}
     if X is not None or y is not None:
         if X is None or y is None:
@@ -53,9 +51,11 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resum
             raise _stale.ConfigError(f"X, y: X has shape {arrays['X'].shape}, expected a 2-D n × d matrix")
         if w_true is not None:
             arrays["w_true"] = np.ravel(np.asarray(w_true, dtype=np.float64))
-    fields = _stale.run(path, text, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
-                        bool(drop_unread), **arrays, model=driver)
-    if out is not None:
+    # what goes with a resume (nothing: the .partial has its config and path) is the command
+    # layer's to refuse, as for `stale run --resume`
+    fields = _stale.run(path, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
+                        bool(drop_unread), **arrays, model=driver, resume=os.fspath(resume) if resume is not None else "")
+    if out is not None or resume is not None:
         return load(fields["path"])
     return Run(fields)
 
@@ -132,14 +132,17 @@ def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0
     return Schedule(fields)
 
 
-def sweep(spec, out=None, *, jobs: int = 0, progress: bool = False, **overrides):
-    """Run a sweep in this process (the engine of `stale sweep`: worker threads, runs named by
+def sweep(spec, out=None, *, jobs: int = 0, ensemble: int = 8, shard: str = "0/1", progress: bool = False,
+          **overrides):
+    """Run a sweep in this process (the command of `stale sweep`: worker threads, runs named by
     config hash, finished runs skipped) and return its index as a DataFrame.
 
     spec: a sweep TOML path, or a dict {"base": path or config dict, "set": {...},
     "grid": {key: [values]}, "zip": {key: [values]}, "unread": "drop", "epsilon": ...};
     out: the sweep folder (default: sweeps/<sweep file stem>; required for a dict);
-    overrides: keys applied to every run, like [set]."""
+    jobs: runs at once (0: one per core, else 1 to 1024; --jobs); ensemble: most runs per
+    lockstep ensemble (1 to 64; --ensemble); shard: "i/N", this call's share of the grid
+    (--shard); overrides: keys applied to every run, like [set]."""
     from .config import assignments, key_of
     extra = assignments({key_of(k): v for k, v in overrides.items()})
     if isinstance(spec, dict):
@@ -151,7 +154,8 @@ def sweep(spec, out=None, *, jobs: int = 0, progress: bool = False, **overrides)
             f.write(sweep_toml(spec, os.fspath(out)))
     else:
         path = os.fspath(spec)
-    summary = _stale.sweep(path, extra, os.fspath(out) if out is not None else "", int(jobs), bool(progress), False)
+    summary = _stale.sweep(path, extra, os.fspath(out) if out is not None else "", int(jobs), int(ensemble), str(shard),
+                           bool(progress), False)
     index = load_sweep(os.path.dirname(summary["index_csv"]) or ".")
     index.attrs["summary"] = {k: summary[k] for k in ("total", "ran", "skipped", "failed")}
     return index
@@ -179,8 +183,29 @@ def objective(config=None, **overrides) -> dict:
     return _stale.objective(path, text, assigns)
 
 
-def components() -> dict:
-    """The registered components, as `stale list` prints them: {"methods": [{name, kind,
-    schedule, stash, summary}], "delays": [{name, keys, summary}], "objectives": [{name,
-    summary}]}. Tests loop over it, so that a new method is covered without an edit."""
-    return _stale.components()
+def components(family: str | None = None) -> dict:
+    """The registered components, as `stale list` prints them (the same rows, from
+    src/commands/component_catalog.cpp): {family: [row, ...]} for every family — "methods",
+    "delays", "objectives", "schedules", "rules" — or only `family`. Every row has name,
+    traits (the one line `stale list` prints), keys (the config keys it reads) and summary, and
+    its family's facts as data: methods kind, schedule, stash, predict; delays
+    simulates_schedule; objectives generators ({generator: [keys]}); schedules flush,
+    split_backward, accumulates, default_accumulation, replicated, chunked; rules
+    state_per_coordinate. Tests loop over it, so that a new method is covered without an edit."""
+    return _stale.components(family or "")
+
+
+def keys(prefix: str | None = None) -> list:
+    """The config keys that start with `prefix` (all of them for None), as `stale keys` prints
+    them: [{key, type, default, meaning, choices}], in the schema's order; default is the typed
+    value, choices a string key's valid values. A prefix no key starts with raises
+    stale.ConfigError naming the closest key."""
+    return _stale.keys(prefix or "")
+
+
+def schema() -> dict:
+    """What the outputs hold, as `stale schema` prints it: {"metrics": [{name, dtype, unit,
+    description}] (the run file's /metrics series, in its order), "index": [{name, dtype, unit,
+    description, from}] (the sweep index's columns; `from` names the /metrics series whose last
+    value a column is, or None)}."""
+    return _stale.schema()

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "src/config/config.hpp"
+#include "src/commands/config_keys.hpp"
 
 namespace stale {
 
@@ -26,34 +26,16 @@ void add_keys_command(CLI::App& app) {
 }
 
 int run_keys_command() {
-  if (g_markdown) {
-    std::printf("| key | type | default | meaning |\n|---|---|---|---|\n");
-    for (const auto& s : config_schema()) {
-      std::string meaning = s.meaning;
-      if (const auto choices = choices_of(s); !choices.empty()) {
-        std::string c;
-        for (const auto& x : choices) c += (c.empty() ? "" : ", ") + x;
-        meaning += " (one of: " + c + ")";
-      }
-      std::printf("| `%s` | %s | `%s` | %s |\n", s.key.c_str(), type_name(s).c_str(),
-                  escape_md(value_to_string(s.fallback)).c_str(), escape_md(meaning).c_str());
-    }
-    return 0;
+  const std::vector<ConfigKeyRow> rows = config_key_rows(g_prefix, "stale keys");
+  if (g_markdown) std::printf("| key | type | default | meaning |\n|---|---|---|---|\n");
+  for (const auto& r : rows) {
+    if (g_markdown)
+      std::printf("| `%s` | %s | `%s` | %s |\n", r.key.c_str(), r.type.c_str(), escape_md(r.fallback_text).c_str(),
+                  escape_md(meaning_with_choices(r)).c_str());
+    else
+      std::printf("%-28s %-10s %-14s %s\n", r.key.c_str(), r.type.c_str(), r.fallback_text.c_str(),
+                  meaning_with_choices(r).c_str());
   }
-  int shown = 0;
-  for (const auto& s : config_schema()) {
-    if (s.key.rfind(g_prefix, 0) != 0) continue;
-    std::string meaning = s.meaning;
-    if (const auto choices = choices_of(s); !choices.empty()) {
-      std::string c;
-      for (const auto& x : choices) c += (c.empty() ? "" : ", ") + x;
-      meaning += " (one of: " + c + ")";
-    }
-    std::printf("%-28s %-10s %-14s %s\n", s.key.c_str(), type_name(s).c_str(), value_to_string(s.fallback).c_str(),
-                meaning.c_str());
-    ++shown;
-  }
-  if (shown == 0) require_key(g_prefix, "stale keys");  // no key starts with it: say the closest
   return 0;
 }
 

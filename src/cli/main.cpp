@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <new>
 
@@ -18,15 +17,12 @@
 #include "src/cli/schema_command.hpp"
 #include "src/cli/stability_command.hpp"
 #include "src/cli/sweep_command.hpp"
+#include "src/commands/run_config.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/cpu_target.hpp"
 #include "src/core/error.hpp"
 #include "src/io/h5.hpp"
-#include "src/run/checkpoint.hpp"
-#include "src/checks/config_rules.hpp"
 #include "src/run/interrupt.hpp"
-#include "src/checks/resource_estimate.hpp"
-#include "src/run/runner.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -62,37 +58,16 @@ int cmd_info() {
 // exit code of a command stopped by a signal: 128 + the signal, as a shell reports it
 int interrupted_exit_code() { return 128 + (stop_signal() != 0 ? stop_signal() : SIGINT); }
 
-int cmd_run(const std::string& config_path, const std::vector<std::string>& overrides, const std::string& out,
-            bool quiet, bool force, const std::string& resume, bool cont, bool drop_unread) {
+int cmd_run(const RunRequest& request, bool quiet) {
   install_stop_handlers();
   allow_exit_in_set_up(true);  // one run: a stop in its set-up ends the process at once
-  RunOptions o;
-  o.overwrite = force;
-  Config cfg;
-  if (!resume.empty()) {
-    if (!config_path.empty() || !overrides.empty() || !out.empty())
-      throw UserError("--resume " + resume + " continues that run with its own config and path; give no config, "
-                      "key=value or --out with it (--force continues although its data, config or stale version "
-                      "changed)");
-    const bool suffix = resume.size() > 8 && resume.compare(resume.size() - 8, 8, ".partial") == 0;
-    o.resume_from = suffix ? resume : resume + ".partial";
-    if (!std::filesystem::exists(o.resume_from))
-      throw UserError("--resume " + resume + ": no such run file (" + o.resume_from +
-                      "); a run keeps RUN.h5.partial until it finishes");
-  } else {
-    if (config_path.empty()) throw UserError("stale run needs a config file (or --resume RUN.h5.partial)");
-    cfg = Config::from_file(config_path);
-    cfg.apply_overrides(overrides);
-    if (drop_unread) {
-      std::string dropped;
-      for (const auto& key : drop_unread_keys(cfg)) dropped += (dropped.empty() ? "" : ", ") + key;
-      if (!dropped.empty() && !quiet) std::fprintf(stderr, "--drop-unread: not read by this run, dropped: %s\n", dropped.c_str());
-    }
+  const PreparedRun run = prepare_run(request);
+  if (!run.dropped.empty() && !quiet) {
+    std::string dropped;
+    for (const auto& key : run.dropped) dropped += (dropped.empty() ? "" : ", ") + key;
+    std::fprintf(stderr, "--drop-unread: not read by this run, dropped: %s\n", dropped.c_str());
   }
-  o.progress = !quiet && (resume.empty() ? cfg.get_bool("log.progress") : true);
-  o.overrides = overrides;
-  const RunResult r = cont && resume.empty() ? run_or_resume(cfg, out.empty() ? default_run_path(cfg, overrides) : out, o)
-                                             : run_experiment(cfg, out, o);
+  const RunResult r = run_to_file(run);
   std::printf("%s\n", run_summary_line(r).c_str());
   if (r.status == "interrupted") {
     std::fprintf(stderr, "interrupted: %s\n", r.message.c_str());
@@ -142,25 +117,24 @@ int main(int argc, char** argv) {
                        "version and git sha, one line");
 
   auto* run = app.add_subcommand("run", "run one configuration and write its HDF5 run file");
-  std::string config_path, out;
-  std::vector<std::string> overrides;
-  bool quiet = false, force = false;
-  std::string resume;
-  bool cont = false, drop_unread = false;
-  run->add_option("config", config_path, "TOML config file");
-  run->add_option("overrides", overrides, "key=value overrides, e.g. method.lr=0.01 delay.max=60; ~key unsets a key");
-  run->add_flag("--drop-unread", drop_unread,
+  // the options parse straight into the command layer's request
+  RunRequest request;
+  bool quiet = false;
+  run->add_option("config", request.config_path, "TOML config file");
+  run->add_option("overrides", request.overrides,
+                  "key=value overrides, e.g. method.lr=0.01 delay.max=60; ~key unsets a key");
+  run->add_flag("--drop-unread", request.drop_unread,
                 "drop (reset to their defaults) the keys this run would not read, e.g. delay.* after "
                 "method.name=pipedream, instead of refusing them");
-  run->add_option("--out,-o", out, "run file path (default: log.out, else runs/<config name>[_<key=value>...].h5, named by the overrides)");
+  run->add_option("--out,-o", request.out, "run file path (default: log.out, else runs/<config name>[_<key=value>...].h5, named by the overrides)");
   run->add_flag("--quiet,-q", quiet, "no progress on stderr");
-  run->add_flag("--force", force,
+  run->add_flag("--force", request.force,
                 "replace a finished run file or discard a resumable RUN.h5.partial at the output path; with --resume: "
                 "continue although the data, the stored config or the stale version changed (recorded in the file)");
-  run->add_flag("--continue", cont,
+  run->add_flag("--continue", request.continue_checkpoint,
                 "continue from OUT.partial when it holds a checkpoint of this very config, else run afresh (what "
                 "stale sweep does with each run)");
-  run->add_option("--resume", resume,
+  run->add_option("--resume", request.resume,
                   "continue an interrupted or killed run from the last checkpoint in RUN.h5.partial (bit-identical "
                   "to an uninterrupted run)");
 
@@ -187,7 +161,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (run->parsed()) return cmd_run(config_path, overrides, out, quiet, force, resume, cont, drop_unread);
+    if (run->parsed()) {
+      if (quiet) request.progress = false;  // else log.progress (a resume: on)
+      return cmd_run(request, quiet);
+    }
     if (app.got_subcommand("info")) return cmd_info();
     if (app.got_subcommand("schedule")) return run_schedule_command();
     if (app.got_subcommand("sweep")) {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "src/io/metrics_schema.hpp"
+#include "src/commands/output_schema.hpp"
 
 namespace stale {
 
@@ -30,28 +30,10 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-struct Row {
-  std::string name, dtype, unit, description, source;
-};
-
-std::vector<Row> metric_rows() {
-  std::vector<Row> rows;
-  for (const auto& c : metric_columns()) rows.push_back({c.name, dtype_name(c.type()), c.unit, c.description, ""});
-  return rows;
-}
-
-std::vector<Row> index_rows() {
-  std::vector<Row> rows;
-  for (const auto& c : index_columns())
-    rows.push_back({c.name, dtype_name(ColumnType::Float64), c.unit, c.description,
-                    c.metric ? std::string("/metrics/") + c.metric : std::string()});
-  return rows;
-}
-
-void print_json_rows(const char* key, const std::vector<Row>& rows, bool with_source, bool last) {
+void print_json_rows(const char* key, const std::vector<OutputColumnRow>& rows, bool with_source, bool last) {
   std::printf("  %s: [\n", json_string(key).c_str());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
+    const OutputColumnRow& r = rows[i];
     std::printf("    {\"name\": %s, \"dtype\": %s, \"unit\": %s, \"description\": %s", json_string(r.name).c_str(),
                 json_string(r.dtype).c_str(), json_string(r.unit).c_str(), json_string(r.description).c_str());
     if (with_source) std::printf(", \"from\": %s", r.source.empty() ? "null" : json_string(r.source).c_str());
@@ -60,7 +42,7 @@ void print_json_rows(const char* key, const std::vector<Row>& rows, bool with_so
   std::printf("  ]%s\n", last ? "" : ",");
 }
 
-void print_text_rows(const char* title, const std::vector<Row>& rows) {
+void print_text_rows(const char* title, const std::vector<OutputColumnRow>& rows) {
   std::printf("%s:\n", title);
   for (const auto& r : rows)
     std::printf("  %-18s %-8s %-22s %s%s\n", r.name.c_str(), r.dtype.c_str(), r.unit.c_str(), r.description.c_str(),

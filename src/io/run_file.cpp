@@ -683,6 +683,12 @@ void RunFile::abort() {
   I.done = true;
 }
 
+std::string read_run_config(const std::string& path) {
+  const h5::Handle f = h5::open_file_readonly(path);
+  if (!h5::attr_exists(f.id(), "config")) throw UserError(path + ": not a run file (no config attribute)");
+  return h5::read_attr_string(f.id(), "config");
+}
+
 PartialRun read_partial_run(const std::string& partial_path) {
   PartialRun p;
   p.path = partial_path;

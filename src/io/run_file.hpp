@@ -57,6 +57,9 @@ struct PartialRun {
 // reads a run's .partial (a live, killed or interrupted one); UserError naming the file and
 // what is damaged when it is not a readable run file (the file is never touched)
 PartialRun read_partial_run(const std::string& partial_path);
+// the resolved config a run file or .partial records (its root attribute `config`), without
+// reading anything else; UserError naming the file when it cannot be opened or has none
+std::string read_run_config(const std::string& path);
 // what a checkpoint records of a text (the config, the data's SHA-256): FNV-1a, 64 bits
 uint64_t text_fingerprint(const std::string& text);
 

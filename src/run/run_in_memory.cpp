@@ -5,9 +5,8 @@
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
-#include "src/checks/config_rules.hpp"
-#include "src/checks/resource_estimate.hpp"
 #include "src/run/run_session.hpp"
+#include "src/run/runner.hpp"
 
 namespace stale {
 
@@ -92,9 +91,7 @@ class MemoryLog final : public RunLog {
 
 InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> objective, bool progress) {
   const auto t0 = std::chrono::steady_clock::now();
-  // the runner's checks, in its order (src/run/runner.cpp)
-  check_unread_keys(cfg);
-  check_resources(cfg, "");
+  check_run_config(cfg, "");  // the runner's checks (no run file: memory only)
   std::shared_ptr<const Objective> f =
       objective ? std::move(objective) : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
   auto method = make_method(cfg, *f);

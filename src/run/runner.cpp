@@ -93,6 +93,12 @@ void check_run_path(const std::string& path, const std::string& source) {
   }
 }
 
+void check_run_config(const Config& cfg, const std::string& path, bool resumed) {
+  if (!resumed) check_unread_keys(cfg);  // nothing the user set is silently ignored
+  check_key_relations(cfg);
+  check_resources(cfg, path);  // memory and disk, before anything is allocated or created
+}
+
 RunResult run_experiment(const Config& cfg, const std::string& out_path, bool progress,
                          std::shared_ptr<const Objective> objective, bool overwrite) {
   RunOptions o;
@@ -196,9 +202,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   }
   const Config& cfg = resuming ? resumed_cfg : given_cfg;
   try {
-    if (!resuming) check_unread_keys(cfg);  // nothing the user set is silently ignored
-    check_key_relations(cfg);
-    check_resources(cfg, path);  // memory and disk, before anything is allocated or created
+    check_run_config(cfg, path, resuming);
     std::shared_ptr<const Objective> f =
         options.objective ? options.objective : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
     auto method = make_method(cfg, *f);
@@ -245,9 +249,7 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
   for (size_t i = 0; i < P; ++i) {
     try {
       const Config& cfg = columns[i].config;
-      check_unread_keys(cfg);
-      check_key_relations(cfg);
-      check_resources(cfg, columns[i].path);
+      check_run_config(cfg, columns[i].path);
       if (!f) f = make_objective(cfg, resolve_backend(cfg.get_string("backend")));
       auto method = make_method(cfg, *f);
       RunPlan plan = method->plan(*f);

@@ -45,6 +45,12 @@ std::string default_run_path(const Config& cfg, const std::vector<std::string>& 
 // Refuses a run path that names a folder (an existing one, or one ending in '/'), before any
 // computing; `source` says where it came from ("--out", "log.out") for the one-line error.
 void check_run_path(const std::string& path, const std::string& source);
+// The checks of a run's config before anything is built, allocated or created, in this order:
+// the unread-key rule (not for a resumed run: its config passed them when it started), the
+// rules between keys, memory and disk (disk when `path` names the run file). Every way a run
+// starts calls this one function — a run file, an ensemble's column, a run kept in memory —
+// so that no way of starting a run skips a check.
+void check_run_config(const Config& cfg, const std::string& path, bool resumed = false);
 // RUN.h5 for RUN.h5.partial (and for RUN.h5 itself)
 std::string partial_target(const std::string& partial_path);
 // `objective`: the objective the config describes, when the caller already built it (an

@@ -86,6 +86,9 @@ std::vector<std::vector<const SweepRun*>> ensemble_groups(const Sweep& sweep, in
 
 // "i/N" → (i, N); throws UserError naming --shard
 void parse_shard(const std::string& text, int& index, int& count);
+// jobs (0: one per core, else at most 1024), ensemble (1 to 64) and the shard in range: a
+// UserError naming the option of both front ends. run_sweep calls it first.
+void check_sweep_options(const SweepOptions& options);
 SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& options);
 // writes `text` to PATH.partial.<pid> and renames it: a reader never sees half a file
 void write_text_file(const std::string& path, const std::string& text);

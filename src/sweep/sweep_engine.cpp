@@ -192,7 +192,19 @@ std::vector<std::vector<const SweepRun*>> ensemble_groups(const Sweep& sweep, in
   return groups;
 }
 
+void check_sweep_options(const SweepOptions& opt) {
+  // here, not in a front end's parser, so that `stale sweep` and stale.sweep() refuse alike
+  if (opt.jobs < 0 || opt.jobs > 1024)
+    throw UserError("--jobs " + std::to_string(opt.jobs) + " (Python: jobs=): valid: 1 to 1024 runs at once, or 0 for one per core");
+  if (opt.ensemble < 1 || opt.ensemble > 64)
+    throw UserError("--ensemble " + std::to_string(opt.ensemble) + " (Python: ensemble=): valid: 1 to 64 runs per lockstep "
+                    "ensemble (1: every run alone)");
+  STALE_CHECK(opt.shard_count >= 1 && opt.shard_index >= 0 && opt.shard_index < opt.shard_count,
+              "a shard i/N with 0 <= i < N (parse_shard)");
+}
+
 SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
+  check_sweep_options(opt);
   SweepSummary sum;
   // the runs written here share their schedules' tables: filtered once, copied after
   const h5::ReuseFilteredChunks reuse;

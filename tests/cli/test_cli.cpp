@@ -4,8 +4,10 @@
 
 #include <filesystem>
 
+#include "src/commands/run_config.hpp"
 #include "src/io/h5.hpp"
 #include "tests/support/configs.hpp"
+#include "tests/support/user_error.hpp"
 #include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("cli");
@@ -103,6 +105,23 @@ progress = false
   CHECK(h5::read_attr_string(f.id(), "status") == "diverged");
   const auto k = h5::read_vector_int(f.id(), "metrics/k");
   CHECK(k.back() < 2000);
+}
+
+// One command layer (src/commands/run_config.hpp): the line `stale run` prints for a config the
+// rules between keys refuse is the line of the run Python keeps in memory (stale.run() without
+// out=), which once ran such a config; tests/python/test_package.py checks it from Python.
+TEST_CASE("TheCliRefusesWhatARunKeptInMemoryRefusesWithTheSameLine") {
+  const auto o = run_cli(kBase, "method.lr_schedule=cosine method.lr_min=0.5");
+  check_rejected(o, "method.lr_min");
+  const auto dir = test::temp_dir("cli-memory");
+  test::write_file(dir / "c.toml", kBase);
+  RunRequest r;
+  r.config_path = (dir / "c.toml").string();
+  r.overrides = {"method.lr_schedule=cosine", "method.lr_min=0.5"};
+  r.keep_in_memory = true;
+  const std::string in_memory = test::error_of([&] { run_kept_in_memory(prepare_run(r)); });
+  CHECK_FALSE(in_memory.empty());
+  CHECK(o.out == "error: " + in_memory + "\n");
 }
 
 TEST_CASE("InfoReportsVersionBackendsAndThreads") {

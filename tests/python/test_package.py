@@ -348,6 +348,76 @@ def test_stability_equals_the_cli(stale_bin):
         stale.stability(os.path.join(EXP, "e3_logistic.toml"))
 
 
+def test_run_and_sweep_refuse_what_the_cli_refuses_with_the_same_line(stale_bin, tmp_path):
+    """One command layer (src/commands/run_config.cpp, sweep_grid.cpp): what `stale run` and
+    `stale sweep` refuse, stale.run and stale.sweep refuse with the same line. Each of these
+    once existed in one front end only: the rules between keys (a run kept in memory skipped
+    them and ran), a resume of nothing (Python called the missing file damaged), a resume with
+    an output path (Python dropped out= silently), a sweep's --jobs range (CLI11's alone)."""
+    def cli_line(*args):
+        r = subprocess.run([stale_bin, *map(str, args)], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        return r.stderr.strip().removeprefix("error: ")
+
+    def py_line(call):
+        with pytest.raises(stale.ConfigError) as e:
+            call()
+        return str(e.value)
+
+    keys = {"method.lr_schedule": "cosine", "method.lr_min": 0.5, "method.updates": 50}
+    line = cli_line("run", QUICK, *(f"{k}={v}" for k, v in keys.items()), "--out", tmp_path / "r.h5")
+    assert "method.lr_min: 0.5 is above method.lr" in line
+    assert py_line(lambda: stale.run(QUICK, **keys)) == line  # in memory
+    assert py_line(lambda: stale.run(QUICK, out=tmp_path / "r.h5", **keys)) == line
+    missing = tmp_path / "nothing.h5"
+    line = cli_line("run", "--resume", missing)
+    assert "no such run file" in line and py_line(lambda: stale.run(resume=missing)) == line
+    line = cli_line("run", "--resume", missing, "--out", tmp_path / "other.h5")
+    assert py_line(lambda: stale.run(resume=missing, out=tmp_path / "other.h5")) == line
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(f'base = "{QUICK}"\n[grid]\nseed = [0, 1]\n')
+    line = cli_line("sweep", sweep, "--jobs", 2000, "--out", tmp_path / "sw")
+    assert "--jobs 2000" in line and py_line(lambda: stale.sweep(sweep, out=tmp_path / "sw", jobs=2000)) == line
+    assert not (tmp_path / "sw").exists() and not (tmp_path / "r.h5").exists()
+
+
+def test_listings_are_the_clis(stale_bin):
+    """stale.components, stale.keys and stale.schema are the rows `stale list`, `stale keys` and
+    `stale schema` print (src/commands/component_catalog, config_keys, output_schema)."""
+    import json
+    listed = cli(stale_bin, "list").splitlines()
+    families = stale.components()
+    assert list(families) == ["methods", "delays", "objectives", "schedules", "rules"]
+    shown = 0
+    for family, rows in families.items():
+        assert f"{family}:" in listed
+        for r in rows:
+            line = (f"  {r['name']:<18} {r['summary']}" + (f"  [{r['traits']}]" if r["traits"] else "")
+                    + (f"  keys: {', '.join(r['keys'])}" if r["keys"] else ""))
+            assert line in listed
+            shown += 1
+    assert shown == sum(line.startswith("  ") for line in listed)
+    methods = {m["name"]: m for m in stale.components("methods")["methods"]}
+    assert methods["pipedream"]["kind"] == "schedule" and methods["pipedream"]["schedule"] == "pipedream"
+    assert methods["pipedream"]["stash"] is True and methods["pipemare"]["predict"] is True
+    assert "random" in {o["name"]: o for o in families["objectives"]}["quadratic"]["generators"]
+    r = subprocess.run([stale_bin, "list", "optimizers"], capture_output=True, text=True)
+    with pytest.raises(stale.ConfigError) as e:
+        stale.components("optimizers")
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {e.value}"
+    # the keys: names, types and defaults as `stale keys` prints them, choices apart
+    rows = stale.keys("delay")
+    text = [line.split() for line in cli(stale_bin, "keys", "delay").splitlines()]
+    assert [k["key"] for k in rows] == [t[0] for t in text]
+    assert "rpd" in {k["key"]: k for k in stale.keys()}["method.name"]["choices"]
+    assert [k["key"] for k in stale.keys()] == list(stale._stale.config_keys())
+    with pytest.raises(stale.ConfigError, match="did you mean 'method.lr'"):
+        stale.keys("method.lrx")
+    # the output schema: `stale schema --json`, field for field
+    assert stale.schema() == json.loads(cli(stale_bin, "schema", "--json"))
+    assert [m["name"] for m in stale.schema()["metrics"]] == list(stale._stale.metric_names())
+
+
 def test_analysis_layer_is_part_of_the_package():
     """stale.analysis is the scripts' analysis module itself (one rule, one fit), installed
     with the package: a fit on a hand-made power law gives its exponent through either name."""
