@@ -18,7 +18,7 @@ K = 1200, one seed), and reads from every run file
   /delay_moments  mean, second moment and max of the delays per block in windows of k, and the
                   measured δ_K (the largest delay up to k);
   /metrics        (1/K) Σ ‖∇f(w_k)‖² and the §3 bound, which a coupled run evaluates with the
-                  measured δ_K and the running G (src/run/metrics_observer.cpp); the bound is
+                  measured δ_K and the running G (src/run/metrics_recorder.cpp); the bound is
                   checked at every logged k, and also re-evaluated with the fixed-cost run's δ;
   /schedule       the timeline the run made: the op durations, whose second moment is compared
                   with the delays' for the Pareto tails.

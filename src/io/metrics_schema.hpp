@@ -16,7 +16,7 @@
 
 namespace stale {
 
-// One logged update: a row of /metrics (MetricsObserver::make_row fills it).
+// One logged update: a row of /metrics (MetricsRecorder::make_row fills it).
 struct MetricsRow {
   int64_t k = 0;
   double time = 0, loss = 0, subopt = 0, grad_norm_sq = 0, grad_norm_sq_mean = 0, stale_dist = 0;
@@ -66,7 +66,7 @@ struct IndexColumn {
 const std::vector<IndexColumn>& index_columns();
 
 // A row as its integer and its floating-point columns, each in table order: the layout of a
-// checkpoint's last row (MetricsObserver::checkpoint), so resume reads what was written.
+// checkpoint's last row (MetricsRecorder::save), so resume reads what was written.
 void split_row(const MetricsRow& row, std::vector<int64_t>& ints, std::vector<double>& reals);
 // the inverse; a UserError naming `what` when the sizes do not match the table
 MetricsRow join_row(const std::vector<int64_t>& ints, const std::vector<double>& reals, const std::string& what);

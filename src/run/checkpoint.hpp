@@ -13,7 +13,8 @@
 //
 // Who saves what: rpd.cpp, sgd.cpp, bcd.cpp (LoopState), executor_state.* (every schedule
 // method), update_rule.* (velocity, moments), sampling.hpp and rng.hpp (streams),
-// metrics_observer.* (sums), objective.hpp (trackers), run_log.* (rows).
+// metrics_recorder.* (sums), checkpoint_policy.* (when, and the bag's layout),
+// objective.hpp (trackers), run_log.* (rows).
 #include <memory>
 #include <string>
 

@@ -1,10 +1,11 @@
 #pragma once
 // SIGINT, SIGTERM and SIGHUP as a request to stop (issue 12, issue 34): the handler only
-// records the signal; every run in the process sees it through MetricsObserver::should_stop at
-// its next update, writes a checkpoint, leaves its .partial with status "interrupted" and
-// returns, and the command exits 128 + signal (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP:
-// a closed terminal or a dropped ssh session stops a run as cleanly as Ctrl-C). A process that
-// started with SIGHUP ignored (nohup) keeps ignoring it. A second signal takes the default
+// records the signal; every run in the process sees it through its StopPolicy
+// (stop_policy.hpp, behind MetricsObserver::should_stop) at its next update, writes a
+// checkpoint, leaves its .partial with status "interrupted" and returns, and the command exits
+// 128 + signal (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP: a closed terminal or a dropped
+// ssh session stops a run as cleanly as Ctrl-C). A process that started with SIGHUP ignored
+// (nohup) keeps ignoring it. A second signal takes the default
 // action (the process dies at once; the .partial stays readable and resumes from its last
 // checkpoint).
 //

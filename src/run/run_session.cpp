@@ -4,7 +4,6 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
@@ -123,18 +122,18 @@ void RunSession::start_observer(const Method& method, int64_t stop_after) {
   opt.L_power_steps = static_cast<int>(cfg_.get_int("log.L_power_steps"));
   exact_mean_ = opt.exact_mean;
   lr_ = opt.lr;
-  tty_ = isatty(STDERR_FILENO);
-  last_print_ = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  tag_ = method.name();
-  obs_ = std::make_unique<MetricsObserver>(*f_, log_.get(), opt, [this](const MetricsRow& r) { print_progress(r); });
+  progress_line_ = std::make_unique<ProgressLine>(progress_, method.name(), plan_.updates);
+  obs_ = std::make_unique<MetricsObserver>(*f_, log_.get(), opt,
+                                           [line = progress_line_.get()](const MetricsRow& r) { line->print(r); });
 }
 
 TheoryConstants RunSession::theory(const RunReport& report) const {
   const auto& c = f_->constants();
+  const MetricsRecorder& m = obs_->metrics();
   TheoryConstants t;
-  t.L = obs_->bound_L();
+  t.L = m.bound_L();
   t.L_exact = c.L_exact;
-  if (const SmoothnessEstimator* e = obs_->L_estimator()) {
+  if (const SmoothnessEstimator* e = m.L_estimator()) {
     t.L_estimate_method = e->method();
     t.L_estimate = e->estimate();
     t.L_estimate_secant = e->secant();
@@ -143,9 +142,9 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
     t.L_estimate_hvps = e->hvps();
     t.L_estimate_seconds = e->seconds();
   }
-  t.L_source = std::isfinite(c.L) ? "certified"
-               : obs_->bound_L_estimated() ? "estimated (" + t.L_estimate_method + ")"
-                                           : "none";
+  t.L_source = std::isfinite(c.L)      ? "certified"
+               : m.bound_L_estimated() ? "estimated (" + t.L_estimate_method + ")"
+                                       : "none";
   t.exact_mean = exact_mean_;
   if (!std::isfinite(c.f_star) && std::isfinite(c.f_low)) t.f_low = c.f_low;
   t.mu = c.mu;
@@ -166,28 +165,29 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
                   ? "constant"
                   : "peak of the " + cfg_.get_string("method.lr_schedule") + " schedule (warm-up " +
                         std::to_string(cfg_.get_int("method.warmup")) + "); the bound assumes a constant step";
-  t.G = obs_->G();
+  t.G = m.G();
   t.lr = lr_;
-  t.delta0 = obs_->delta0();
+  t.delta0 = m.delta0();
   t.stages = f_->stages();
-  t.updates = obs_->updates_done();
+  t.updates = m.updates_done();
   return t;
 }
 
 void RunSession::take_results(const Vec& w) {
-  res_.last = obs_->last();
-  res_.grad_norm_sq_mean = obs_->grad_norm_sq_mean();
-  res_.G = obs_->G();
-  res_.updates = obs_->updates_done();
+  const MetricsRecorder& m = obs_->metrics();
+  res_.last = m.last();
+  res_.grad_norm_sq_mean = m.grad_norm_sq_mean();
+  res_.G = m.G();
+  res_.updates = m.updates_done();
   res_.final_w = w;
-  res_.subopt_lows = obs_->subopt_lows();
+  res_.subopt_lows = m.subopt_lows();
   res_.resumed = obs_->resumed();
   res_.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
 RunResult RunSession::finish(const RunReport& report, const Vec& w) {
   try {
-    if (progress_ && tty_) std::fprintf(stderr, "\n");
+    progress_line_->end();
     if (obs_->interrupted()) {
       // the method wrote its checkpoint at the update it stopped after; the .partial stays
       res_.status = "interrupted";
@@ -199,7 +199,7 @@ RunResult RunSession::finish(const RunReport& report, const Vec& w) {
         res_.message += "; continue with: stale run --resume " + res_.path + ".partial";
         res_.path += ".partial";
       }
-      res_.delta = plan_.bound_delay(obs_->delta_seen());
+      res_.delta = plan_.bound_delay(obs_->metrics().delta_seen());
       log_->interrupt(res_.wall_seconds, res_.message);
       return res_;
     }
@@ -223,23 +223,6 @@ RunResult RunSession::finish(const RunReport& report, const Vec& w) {
     throw;
   }
   return res_;
-}
-
-void RunSession::print_progress(const MetricsRow& r) {
-  if (!progress_) return;
-  const int64_t K = plan_.updates;
-  const auto now = std::chrono::steady_clock::now();
-  if (r.k != K && r.k != 0 && now - last_print_ < std::chrono::milliseconds(tty_ ? 200 : 2000)) return;
-  last_print_ = now;
-  // f_* unknown (the transformer): show the loss itself
-  const bool known = std::isfinite(r.subopt);
-  const double rate = r.wall > 0 ? static_cast<double>(r.k) / r.wall : 0.0;
-  const double eta = rate > 0 ? static_cast<double>(K - r.k) / rate : 0.0;
-  std::fprintf(stderr, "%s[%s] k=%lld/%lld (%3.0f%%)  %s=%.3e  |grad f|^2=%.3e  %.1fs  %.3g updates/s  eta %.0fs%s",
-               tty_ ? "\r" : "", tag_.c_str(), static_cast<long long>(r.k), static_cast<long long>(K),
-               100.0 * static_cast<double>(r.k) / static_cast<double>(K), known ? "f-f*" : "loss",
-               known ? r.subopt : r.loss, r.grad_norm_sq, r.wall, rate, eta, tty_ ? "   " : "\n");
-  std::fflush(stderr);
 }
 
 }  // namespace stale

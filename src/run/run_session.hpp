@@ -1,6 +1,7 @@
 #pragma once
-// One run's records from its config to its end: the header, the MetricsObserver that turns the
-// method's updates into the series, the theory record, the schedule and the status. What a run
+// One run's records from its config to its end: the header, the MetricsObserver that the
+// method reports to (the series, divergence, stops and checkpoints; src/run/metrics_observer.hpp)
+// with its progress line, the theory record, the schedule and the status. What a run
 // to a file (run_experiment), each column of a lockstep ensemble (run_ensemble_experiment) and
 // a run kept in memory (run_in_memory) share, so that all three record the same numbers. The
 // caller has checked the config and planned the method; the session writes through a RunLog
@@ -14,6 +15,7 @@
 #include "src/config/config.hpp"
 #include "src/io/run_file.hpp"
 #include "src/run/metrics_observer.hpp"
+#include "src/run/progress_line.hpp"
 #include "src/run/runner.hpp"
 
 namespace stale {
@@ -61,18 +63,16 @@ class RunSession {
   TheoryConstants theory(const RunReport& report) const;
   // the result's numbers from the observer
   void take_results(const Vec& w);
-  void print_progress(const MetricsRow& r);
 
   const Config& cfg_;
   std::shared_ptr<const Objective> f_;
   const RunPlan& plan_;
   std::chrono::steady_clock::time_point t0_;
-  bool progress_, tty_ = false;
+  bool progress_;
   double lr_ = 0;
   bool exact_mean_ = true;
-  std::string tag_;
-  std::chrono::steady_clock::time_point last_print_;
   std::unique_ptr<RunLog> log_;
+  std::unique_ptr<ProgressLine> progress_line_;
   std::unique_ptr<MetricsObserver> obs_;
   RunResult res_;
 };

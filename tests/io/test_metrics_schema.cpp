@@ -44,7 +44,7 @@ TEST_CASE("SplitRowKeepsTheCheckpointLayoutAndJoinRowInvertsIt") {
   std::vector<int64_t> ints;
   std::vector<double> reals;
   split_row(r, ints, reals);
-  // the order MetricsObserver::checkpoint has always written ("row_ints", "row")
+  // the order MetricsRecorder::save (formerly MetricsObserver::checkpoint) has always written ("row_ints", "row")
   CHECK(ints == std::vector<int64_t>{7, 2, 5});
   CHECK(reals == std::vector<double>{1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5});
   const MetricsRow back = join_row(ints, reals, "test");
