@@ -13,6 +13,7 @@
 
 #include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
+#include "tests/support/objective_points.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/tolerances.hpp"
 #include "tests/support/test_util.hpp"
@@ -31,17 +32,8 @@ std::unique_ptr<Objective> linear(const std::string& name, double lambda, int di
   return make_objective(Config::from_string(toml, "nonconvex.toml"), BackendKind::Cpu);
 }
 
-Vec gaussian(Index d, Rng& rng, double scale) {
-  Vec v(d);
-  for (Index i = 0; i < d; ++i) v(i) = scale * rng.normal();
-  return v;
-}
-
-Vec gradient(const Objective& f, const Vec& w) {
-  Vec g;
-  f.value_grad(w, g);
-  return g;
-}
+using test::gaussian;
+using test::gradient;
 
 // |λ|_max of ∇²f(w) by power iteration on Hessian-vector products, each a central difference
 // of gradients (an estimate independent of the stated constants and of any Hessian the code

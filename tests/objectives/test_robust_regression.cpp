@@ -22,6 +22,7 @@
 #include "src/checks/config_rules.hpp"
 #include "src/run/run_in_memory.hpp"
 #include "src/sweep/sweep.hpp"
+#include "tests/support/objective_points.hpp"
 #include "tests/support/finite_difference.hpp"
 #include "tests/support/tolerances.hpp"
 #include "tests/support/user_error.hpp"
@@ -50,17 +51,8 @@ std::unique_ptr<Objective> robust(const std::string& overrides = "") {
   return make_objective(c, BackendKind::Cpu);
 }
 
-Vec gaussian(Index d, Rng& rng, double scale) {
-  Vec v(d);
-  for (Index i = 0; i < d; ++i) v(i) = scale * rng.normal();
-  return v;
-}
-
-Vec gradient(const Objective& f, const Vec& w) {
-  Vec g;
-  f.value_grad(w, g);
-  return g;
-}
+using test::gaussian;
+using test::gradient;
 
 // ∇²f(w) v by a central difference of gradients: independent of any Hessian the code forms
 Vec hessian_vector(const Objective& f, const Vec& w, const Vec& v, double h = 1e-4) {
