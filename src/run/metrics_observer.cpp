@@ -51,13 +51,25 @@ void MetricsObserver::on_start(const Vec& w0) {
   latch_stop();
 }
 
-void MetricsObserver::latch_stop() {
-  if (stop_requested() || (opt_.stop_after > 0 && k_ >= opt_.stop_after)) interrupted_ = true;
+void MetricsObserver::latch_stop(bool details) {
+  // a signal is taken at an update whose event the method computed in full (records_update);
+  // stop_after is known before the update and answered there
+  if ((details && stop_requested()) || (opt_.stop_after > 0 && k_ >= opt_.stop_after)) interrupted_ = true;
+}
+
+bool MetricsObserver::records_update(int64_t k) {
+  asked_k_ = k;
+  asked_records_ = opt_.exact_mean || on_cadence(k) || interrupted_ || stop_requested() ||
+                   (opt_.stop_after > 0 && k >= opt_.stop_after) || (log_ && log_->flush_due());
+  return asked_records_;
 }
 
 void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) {
   // the sum runs over the iterates *before* each update: (1/K) Σ_{k=0}^{K−1} ‖∇f(w_k)‖²
   const int64_t steps = e.k - k_;
+  const bool cadence = on_cadence(e.k);
+  // the method left this event's details out when it asked and was told they go nowhere
+  const bool details = e.k != asked_k_ || asked_records_;
   if (opt_.exact_mean) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;
   k_ = e.k;
   G_ = std::max(G_, e.grad_norm);
@@ -66,9 +78,8 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
   if (log_ && e.delays) log_->append_delays(*e.delays);
   if (e.delays)
     for (int64_t d : *e.delays) delta_seen_ = std::max(delta_seen_, d);
-  const bool on_cadence = k_ / opt_.every != (k_ - steps) / opt_.every || k_ == opt_.updates;
   current_fresh_ = false;
-  if (opt_.exact_mean || on_cadence) {
+  if (opt_.exact_mean || cadence) {
     current_loss_ = tracker_->value();
     current_gns_ = tracker_->gradient_sq_norm();
     current_fresh_ = true;
@@ -79,13 +90,15 @@ void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const V
     reason_ = "the block gradient became non-finite at k = " + std::to_string(k_);
   }
   last_event_ = e;
-  if (on_cadence || diverged_) record(e, w);
+  if (cadence || diverged_) record(e, w);
   last_w_ = &w;
   if (log_) {
     if (flush_pending_) log_->flush_now();  // the method did not checkpoint at the last boundary
-    flush_pending_ = log_->flush_due();
+    // a checkpoint stores the event: one due during an update without details waits for the
+    // next update (its records_update sees it due)
+    flush_pending_ = details && log_->flush_due();
   }
-  latch_stop();
+  latch_stop(details);
 }
 
 bool MetricsObserver::checkpoint_due() const {

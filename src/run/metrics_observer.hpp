@@ -58,6 +58,12 @@ class MetricsObserver final : public RunObserver {
   void prepare_update(const UpdateEvent& e, ConstVecRef delta) override;
   // diverged, or interrupted: a SIGINT/SIGTERM (src/run/interrupt.hpp) seen at the last update
   bool should_stop() const override { return diverged_ || interrupted_; }
+  // update k's row or checkpoint holds its event: on the cadence, at every update with the
+  // exact mean (its divergence check), at stop_after or a stop already requested, and when a
+  // timed checkpoint is due. A stop or a checkpoint that arrives during an update the method
+  // was told is not recorded waits for the next update (on_update), so that no row or
+  // checkpoint ever holds a stale_dist the method left out.
+  bool records_update(int64_t k) override;
   bool interrupted() const { return interrupted_ && !diverged_; }
   // checkpoints (src/run/checkpoint.hpp): due every log.flush_seconds and when interrupted
   bool checkpoint_due() const override;
@@ -91,6 +97,8 @@ class MetricsObserver final : public RunObserver {
 
  private:
   void record(const UpdateEvent& e, const Vec& w);
+  // update k (k_ still the one before) ends a log interval or the run: the one cadence rule
+  bool on_cadence(int64_t k) const { return k / opt_.every != k_ / opt_.every || k == opt_.updates; }
   void track(const UpdateEvent& e, ConstVecRef delta);
   MetricsRow make_row(const UpdateEvent& e);
 
@@ -115,7 +123,10 @@ class MetricsObserver final : public RunObserver {
   UpdateEvent last_event_;
   std::chrono::steady_clock::time_point t0_;
   // checkpoint and resume
-  void latch_stop();
+  // `details`: the event just reported has its details (see records_update)
+  void latch_stop(bool details = true);
+  int64_t asked_k_ = -1;         // the update records_update last answered for,
+  bool asked_records_ = true;    // and its answer
   bool interrupted_ = false;
   bool flush_pending_ = false;  // a flush is due; the method's checkpoint (or the next update) does it
   bool stop_checkpointed_ = false;
