@@ -10,7 +10,10 @@ namespace stale {
 MicroState::MicroState(std::vector<int> c, int J, Index dim, bool split_backward) : cols(std::move(c)) {
   act.resize(J + 1);
   cache.resize(J);
-  Z = Mat::Zero(dim, static_cast<Index>(cols.size()));
+  // not initialised (an O(d) pass per micro-batch spared): block j's rows are written by F(j),
+  // before anything reads them — the updates' ‖z − w‖ follow every forward, and a checkpoint
+  // writes zeros for the blocks not yet forwarded (ExecutorState::save)
+  Z.resize(dim, static_cast<Index>(cols.size()));
   if (split_backward) pending_w.resize(J);
   updates_at_forward.assign(J, 0);
 }
@@ -109,7 +112,11 @@ void ExecutorState::save(StateBag& b, int c) const {
     STALE_CHECK(at != st.cols.end(), "a running column is in every micro-batch in flight");
     const Index pos = at - st.cols.begin(), n = static_cast<Index>(st.cols.size());
     const std::string p = "mb/" + std::to_string(mb);
-    b.put(p + "/z", Vec(st.Z.col(pos)));
+    Vec z = st.Z.col(pos);
+    Index read = 0;  // the rows its forwards have written: blocks 0 .. forwards − 1
+    for (int j = 0; j < st.forwards; ++j) read += velocity[c][static_cast<size_t>(j)].size();
+    z.tail(z.size() - read).setZero();
+    b.put(p + "/z", z);
     b.put(p + "/grad", slice_of(st.grad, pos, n));
     b.put(p + "/loss", st.loss.size() > 0 ? st.loss(pos) : std::nan(""));
     b.put_ints(p + "/counts", {st.gradients_done, st.forwards, st.backwards});

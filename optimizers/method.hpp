@@ -94,6 +94,16 @@ class RunObserver {
   }
   // a diverged run (NaN/inf) stops early and is recorded as such; so does an interrupted one
   virtual bool should_stop() const = 0;
+  // whether the details of update k's event (UpdateEvent::stale_dist, an O(d) distance) will be
+  // recorded — in a row or in a checkpoint: a method asks before update k and may leave them
+  // out (NaN) when not. It must compute them anyway when the update's gradient is not finite
+  // (a divergence is recorded at once). The observer counts on the answer: asked, it defers
+  // what it would otherwise record at k unannounced (a stop signal, a timed checkpoint) to a
+  // later update. Default: always.
+  virtual bool records_update(int64_t k) {
+    (void)k;
+    return true;
+  }
 
   // ---- checkpoint and resume (src/run/checkpoint.hpp). A method that can resume calls
   // checkpoint_due() at each update boundary, after on_update, and when it says so hands its

@@ -3,6 +3,7 @@
 // The executor of the schedule methods (schedule_executor.hpp): runs a plan's ops.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <unordered_map>
 
@@ -153,6 +154,15 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
   std::vector<UpdateEvent> events(Pc);
   std::vector<int> stepped;
   Mat used, grad_W, grad_in;
+  // One column reads its block where it lies (Z's segment, or W's block without stashing)
+  // through the single-point stage call instead of copying it into `used` for the column call.
+  // Bit for bit the same: the column calls' defaults with P = 1 are that single call, and an
+  // objective with its own column calls (batches_columns) keeps them; the block's address is
+  // aligned as `used`'s own allocation is, so that vectorised code splits its loops alike.
+  const bool single_calls = !f.batches_columns();
+  auto in_place = [&](Index n, const double* block) {
+    return single_calls && n == 1 && reinterpret_cast<std::uintptr_t>(block) % EIGEN_DEFAULT_ALIGN_BYTES == 0;
+  };
   // a resumed run passes the ops it had done through the op source without executing them,
   // so that the source's update count, delay rows and moments continue where they were
   // (a coupled timeline writes no checkpoints: its op durations followed the run's state)
@@ -180,21 +190,33 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
 
     if (n > 0 && op.kind == OpKind::Forward) {
       if (j == 0) {
-        const Mat a0 = f.input_activation(batch);  // one slice per column, as wide as it is
-        st.act[0].resize(a0.rows(), n * a0.cols());
-        for (Index c = 0; c < n; ++c) st.act[0].middleCols(c * a0.cols(), a0.cols()) = a0;
-      }
-      used.resize(dj, n);
-      for (Index c = 0; c < n; ++c) {
-        const int p = st.cols[c];
-        used.col(c) = P.block(W[r][p], j);
-        // PipeMare: extrapolate by the updates block j will see before this micro-batch's
-        // backward: J − 1 − j for asynchronous 1F1B (docs/theory.md §5)
-        if (opt.predict) used.col(c) += static_cast<double>(sim.max_crossed[j]) * velocity[p][j];
-        st.Z.col(c).segment(off, dj) = used.col(c);  // column by column: a contiguous copy each
+        if (n == 1) {
+          st.act[0] = f.input_activation(batch);
+        } else {
+          const Mat a0 = f.input_activation(batch);  // one slice per column, as wide as it is
+          st.act[0].resize(a0.rows(), n * a0.cols());
+          for (Index c = 0; c < n; ++c) st.act[0].middleCols(c * a0.cols(), a0.cols()) = a0;
+        }
       }
       st.updates_at_forward[j] = block_updates[r][j];
-      f.stage_forward_cols(j, batch, st.act[j], used, st.act[j + 1], st.cache[j]);
+      if (!opt.predict && in_place(n, st.Z.col(0).data() + off)) {
+        // the block as read goes into Z, and the stage reads it there
+        auto z = st.Z.col(0).segment(off, dj);
+        z = P.block(W[r][st.cols[0]], j);
+        st.cache[j].resize(1);
+        f.stage_forward(j, batch, st.act[j], z, st.act[j + 1], st.cache[j][0]);
+      } else {
+        used.resize(dj, n);
+        for (Index c = 0; c < n; ++c) {
+          const int p = st.cols[c];
+          used.col(c) = P.block(W[r][p], j);
+          // PipeMare: extrapolate by the updates block j will see before this micro-batch's
+          // backward: J − 1 − j for asynchronous 1F1B (docs/theory.md §5)
+          if (opt.predict) used.col(c) += static_cast<double>(sim.max_crossed[j]) * velocity[p][j];
+          st.Z.col(c).segment(off, dj) = used.col(c);  // column by column: a contiguous copy each
+        }
+        f.stage_forward_cols(j, batch, st.act[j], used, st.act[j + 1], st.cache[j]);
+      }
       st.act[j] = Mat();  // the caches keep what backward needs
       ++st.forwards;
     } else if (n > 0 && op.kind == OpKind::Backward) {
@@ -202,12 +224,20 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
         f.loss_forward_backward_cols(batch, st.act[J], n, st.grad, st.loss);
         st.act[J] = Mat();
       }
-      used.resize(dj, n);
-      for (Index c = 0; c < n; ++c) {
-        if (stash) used.col(c) = st.Z.col(c).segment(off, dj);
-        else used.col(c) = P.block(W[r][st.cols[c]], j);
+      const double* read = stash ? st.Z.col(0).data() + off : P.block(W[r][st.cols[0]], j).data();
+      if (in_place(n, read)) {
+        STALE_CHECK(st.cache[j].size() == 1, "one cache per column");
+        grad_W.resize(dj, 1);
+        f.stage_backward(j, batch, st.grad, Eigen::Map<const Vec>(read, dj), st.cache[j][0].get(), grad_W.col(0),
+                         grad_in);
+      } else {
+        used.resize(dj, n);
+        for (Index c = 0; c < n; ++c) {
+          if (stash) used.col(c) = st.Z.col(c).segment(off, dj);
+          else used.col(c) = P.block(W[r][st.cols[c]], j);
+        }
+        f.stage_backward_cols(j, batch, st.grad, used, st.cache[j], grad_W, grad_in);
       }
-      f.stage_backward_cols(j, batch, st.grad, used, st.cache[j], grad_W, grad_in);
       st.cache[j].clear();
       st.grad.swap(grad_in);
       if (sched.split_backward) st.pending_w[j] = grad_W;
@@ -216,8 +246,12 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
     if (op.kind == OpKind::Backward) crossed[j] = std::max(crossed[j], block_updates[r][j] - st.updates_at_forward[j]);
     const bool gradient_op = op.kind == sched.gradient_kind();
     const Mat& gj = sched.split_backward && gradient_op ? st.pending_w[j] : grad_W;
+    // a gradient that is its update's only one (accumulation 1) is not accumulated: the update
+    // takes it from gj (below)
+    const bool single = gradient_op && op.updates() && acc_n[r][j] == 0;
     if (gradient_op) {
-      for (Index c = 0; c < n; ++c) acc[r][st.cols[c]][j] += gj.col(c);
+      if (!single)
+        for (Index c = 0; c < n; ++c) acc[r][st.cols[c]][j] += gj.col(c);
       ++acc_n[r][j];
     }
     // the op's end on the timeline (a coupled one's duration depends on what the op just
@@ -252,18 +286,28 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
       stepped.clear();
       for (int p = 0; p < Pc; ++p) {
         if (!running[p]) continue;
-        g = acc[r][p][j] / count;
-        acc[r][p][j].setZero();
-        if (opt.method.grad_noise_std != 0) es.noise.add_drawn(g, noise_draw);
         // the micro-batch's own column of p (a column running now ran at its first forward)
         const auto pos = std::find(st.cols.begin(), st.cols.end(), p) - st.cols.begin();
         STALE_CHECK(pos < n, "a running column is in every micro-batch in flight");
+        if (single) {
+          // (0 + x) / 1, the accumulated path's value, is x + 0 bit for bit (IEEE addition
+          // commutes; x / 1 = x exactly): x itself but at x = −0, which becomes +0 — a sign
+          // that can reach the run (SGD's −γ·g, then w + that at w = −0), so it is kept
+          g = gj.col(pos).array() + 0.0;
+        } else {
+          g = acc[r][p][j] / count;
+          acc[r][p][j].setZero();
+        }
+        if (opt.method.grad_noise_std != 0) es.noise.add_drawn(g, noise_draw);
         auto wj = P.block(W[r][p], j);
         Vec& delta = deltas[p];
-        e.stale_dist = (st.Z.col(pos) - W[r][p]).norm();
+        e.grad_norm = g.norm();  // the rule reads g only
+        // ‖z − w‖ over all of d, before the step: only where the observer records it, and at a
+        // non-finite gradient (the divergence it records at once)
+        e.stale_dist = !std::isfinite(e.grad_norm) || obs[p]->records_update(k) ? (st.Z.col(pos) - W[r][p]).norm()
+                                                                                 : std::nan("");
         rules[r][p][j]->step(wj, g, lr[p].at(k - 1), delta);
         if (opt.predict) velocity[p][j] = opt.predict_decay * velocity[p][j] + (1 - opt.predict_decay) * delta;
-        e.grad_norm = g.norm();
         e.batch_loss = st.loss.size() > 0 ? st.loss(pos) : std::nan("");
         if (R > 1) {
           delta /= static_cast<double>(R);

@@ -16,12 +16,16 @@ class CheckpointPolicy {
  public:
   explicit CheckpointPolicy(RunLog* log) : log_(log) {}
 
-  // after each update: the flush the last boundary left pending now, and whether one is due at this one
-  void after_update() {
+  // after each update: the flush the last boundary left pending now, and whether one is due at
+  // this one. A checkpoint stores the update's event: one due during an update without its
+  // details (`details` false: MetricsObserver::records_update) waits for the next update
+  void after_update(bool details = true) {
     if (!log_) return;
     if (flush_pending_) log_->flush_now();
-    flush_pending_ = log_->flush_due();
+    flush_pending_ = details && log_->flush_due();
   }
+  // the log asks for a flush (a checkpoint would be due at the next boundary)
+  bool flush_due() const { return log_ && log_->flush_due(); }
   // at an update boundary: a flush is due, or the run is stopping and has not checkpointed since
   // (a diverged run has nothing to continue)
   bool due(bool diverged, bool stopping) const {

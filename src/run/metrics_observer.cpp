@@ -17,15 +17,25 @@ void MetricsObserver::on_start(const Vec& w0) {
   stop_.latch(metrics_.updates_done());
 }
 
+bool MetricsObserver::records_update(int64_t k) {
+  const LogCadence& c = metrics_.cadence();
+  asked_k_ = k;
+  asked_records_ = c.exact_mean() || c.on_cadence(metrics_.updates_done(), k) || stop_.stopping() ||
+                   stop_requested() || stop_.reaches(k) || checkpoints_.flush_due();
+  return asked_records_;
+}
+
 void MetricsObserver::on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) {
+  // the method left this event's details out when it asked and was told they go nowhere
+  const bool details = e.k != asked_k_ || asked_records_;
   const bool on_cadence = metrics_.advance(e, delta, w);
   if (metrics_.evaluated())
     divergence_.check(metrics_.loss(), metrics_.grad_norm_sq(), e.grad_norm, metrics_.start_value(), e.k);
   else divergence_.check_gradient(e.grad_norm, e.k);
   // a diverged run's last row is the one that diverged, on the cadence or not
   if (on_cadence || divergence_.diverged()) report(metrics_.record(e, w));
-  checkpoints_.after_update();
-  stop_.latch(metrics_.updates_done());
+  checkpoints_.after_update(details);
+  stop_.latch(metrics_.updates_done(), details);
 }
 
 void MetricsObserver::checkpoint(StateBag&& method_state) {

@@ -42,6 +42,12 @@ class MetricsObserver final : public RunObserver {
   void prepare_update(const UpdateEvent& e, ConstVecRef delta) override { metrics_.prepare(e, delta); }
   // diverged, or interrupted: a SIGINT/SIGTERM (src/run/interrupt.hpp) seen at the last update
   bool should_stop() const override { return divergence_.diverged() || stop_.stopping(); }
+  // update k's row or checkpoint holds its event: on the cadence, at every update with the
+  // exact mean (its divergence check), at stop_after or a stop already requested, and when a
+  // timed checkpoint is due. A stop or a checkpoint that arrives during an update the method
+  // was told is not recorded waits for the next update (on_update), so that no row or
+  // checkpoint ever holds a stale_dist the method left out.
+  bool records_update(int64_t k) override;
   bool interrupted() const { return stop_.stopping() && !divergence_.diverged(); }
   // checkpoints (src/run/checkpoint.hpp): due every log.flush_seconds and when interrupted
   bool checkpoint_due() const override { return checkpoints_.due(divergence_.diverged(), stop_.stopping()); }
@@ -73,6 +79,8 @@ class MetricsObserver final : public RunObserver {
   std::function<void(const MetricsRow&)> progress_;
   bool resumed_ = false;
   StateBag resume_method_;
+  int64_t asked_k_ = -1;       // the update records_update last answered for,
+  bool asked_records_ = true;  // and its answer
 };
 
 }  // namespace stale

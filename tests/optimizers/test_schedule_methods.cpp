@@ -291,4 +291,47 @@ TEST_CASE("AdamWMomentumAndCosineScheduleRunAndConverge") {
   }
 }
 
+// RunObserver::records_update: an observer that records only every 7th update's details gets
+// ‖z − w‖ there (the value a recording observer gets) and NaN elsewhere, and nothing else of
+// the run changes — the iterates, gradient norms and batch losses bit for bit.
+class SparseDetails final : public RunObserver {
+ public:
+  History h;
+  void on_start(const Vec& w0) override { h.on_start(w0); }
+  void on_update(const UpdateEvent& e, ConstVecRef delta, const Vec& w) override { h.on_update(e, delta, w); }
+  bool should_stop() const override { return false; }
+  bool records_update(int64_t k) override { return k % 7 == 0; }
+};
+
+TEST_CASE("ScheduleExecutorComputesTheStaleDistanceOnlyWhereRecorded") {
+  for (const char* overrides : {"method.name=pipedream", "method.name=1f1b-flush method.accumulation=1",
+                                "method.name=gpipe", "method.name=pipemare", "method.name=zb-h1",
+                                "method.name=pipedream method.optimizer=momentum objective.grad_noise_std=0.1", "method.name=localsgd"}) {
+    CAPTURE(overrides);
+    Config cfg = base("");
+    std::string rest = overrides;
+    for (size_t at; !rest.empty(); rest = at == std::string::npos ? "" : rest.substr(at + 1)) {
+      at = rest.find(' ');
+      cfg.apply_override(rest.substr(0, at));
+    }
+    auto f = make_objective(cfg, BackendKind::Cpu);
+    auto m = make_method(cfg, *f);
+    History all_h;
+    SparseDetails sparse;
+    Vec w_all = Vec::Zero(f->dim()), w = w_all;
+    m->run(*f, m->plan(*f), w_all, all_h);
+    m->run(*f, m->plan(*f), w, sparse);
+    REQUIRE(sparse.h.events.size() == all_h.events.size());
+    CHECK(bit_equal(w, w_all));
+    for (size_t i = 0; i < all_h.events.size(); ++i) {
+      const UpdateEvent &a = all_h.events[i], &b = sparse.h.events[i];
+      CHECK(bit_equal(sparse.h.iterates[i + 1], all_h.iterates[i + 1]));
+      CHECK(std::memcmp(&a.grad_norm, &b.grad_norm, sizeof(double)) == 0);
+      CHECK(((std::isnan(a.batch_loss) && std::isnan(b.batch_loss)) || a.batch_loss == b.batch_loss));
+      if (b.k % 7 == 0) CHECK(std::memcmp(&a.stale_dist, &b.stale_dist, sizeof(double)) == 0);
+      else CHECK(std::isnan(b.stale_dist));
+    }
+  }
+}
+
 TEST_SUITE_END();
