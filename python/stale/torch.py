@@ -245,7 +245,7 @@ def least_squares_stages(config=None, *, dtype=torch.float64, constants: bool = 
 
 
 def charlm_stages(config=None, *, dtype=torch.float64, **overrides) -> TorchStages:
-    """The char-level GPT of a `charlm` config (objectives/charlm*) as PyTorch stages
+    """The char-level GPT of a `charlm` config (objectives/charlm/) as PyTorch stages
     (python/stale/torch_charlm.py): its training batches' tokens, its stage layout and its
     initial weights come from the C++ objective (stale._stale.charlm_data), so a run of it
     equals the built-in run to rounding. Its f is the mean over every training batch; the

@@ -1,4 +1,4 @@
-"""The char-level GPT of objectives/charlm* written in PyTorch (stale.torch.charlm_stages): the
+"""The char-level GPT of objectives/charlm/ written in PyTorch (stale.torch.charlm_stages): the
 same stages, parameter layout, data and initial weights as the C++ twin, so that a run of it
 through stale.torch is the built-in `charlm` run to rounding (tests/python/test_stage_model_torch_charlm.py).
 

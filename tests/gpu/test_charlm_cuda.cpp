@@ -1,4 +1,4 @@
-// The CUDA twin of the character-level GPT (objectives/charlm_cuda*.{cu,cpp}) against its
+// The CUDA twin of the character-level GPT (objectives/charlm/charlm_cuda*.{cu,cpp}) against its
 // CPU twin (objectives/charlm/charlm_cpu.cpp), the reference every kernel is held to:
 //  - each kind of stage (embedding, transformer block, head), forward and backward, on
 //    random inputs at awkward sizes (E not a multiple of 32, T above one warp, odd heads);

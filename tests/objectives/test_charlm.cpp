@@ -1,4 +1,4 @@
-// The character-level GPT (objectives/charlm*.{hpp,cpp}): every layer's backward and the
+// The character-level GPT (objectives/charlm/charlm*.{hpp,cpp}): every layer's backward and the
 // whole model's gradient against central finite differences (double), the stage-wise
 // pipeline against the monolithic path (bit for bit), float32 against float64, thread-count
 // independence, the data pipeline and the config seam.

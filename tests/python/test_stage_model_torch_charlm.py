@@ -1,5 +1,5 @@
 """The char-level GPT written in PyTorch (python/stale/torch_charlm.py, stale.torch.charlm_stages)
-against the C++ twin (objectives/charlm_cpu.*): the same data, stage layout and initial weights,
+against the C++ twin (objectives/charlm/charlm_cpu.*): the same data, stage layout and initial weights,
 run by stale's pipedream and paci for 240 updates. Batch losses and iterates agree to 1e-12 in
 float64 (measured: 4e-16) and to RTOL_FLOAT32 in float32 (measured: 1.4e-7 on the batch losses,
 6.7e-8 on the iterates). Skipped without torch or without tinyshakespeare.txt."""
