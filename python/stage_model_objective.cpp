@@ -101,6 +101,7 @@ StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : dri
   description_ = nb::cast<std::string>(info["description"]);
   has_validation_ = nb::cast<bool>(info["has_validation"]);
   f32_ = nb::cast<std::string>(info["activation_dtype"]) == "float32";
+  keeps_activations_ = nb::cast<bool>(info["keeps_activations"]);
   w0_.resize(d);
   array_to_vec(info["w0"], w0_, "the initial point");
   const nb::dict c = nb::cast<nb::dict>(info["constants"]);
@@ -123,27 +124,44 @@ StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : dri
 
 StageModelObjective::~StageModelObjective() {
   nb::gil_scoped_acquire gil;
+  held_.clear();  // activations of a run that stopped with micro-batches in flight
   driver_.reset();
+}
+
+nb::object StageModelObjective::take_activation(const Mat& a) const {
+  if (!keeps_activations_ || a.rows() != 0) return activation_to_numpy(a, f32_);
+  const auto it = held_.find(a.cols());
+  STALE_CHECK(it != held_.end(), "each held activation is read once");
+  nb::object obj = std::move(it->second);
+  held_.erase(it);
+  return obj;
+}
+
+void StageModelObjective::give_activation(nb::handle obj, Mat& out, const char* what) const {
+  if (!keeps_activations_) return array_to_mat(obj, out, what);
+  const Index ticket = next_ticket_++;
+  held_.emplace(ticket, nb::borrow(obj));
+  out.resize(0, ticket);  // no storage: the column count is the ticket
 }
 
 Mat StageModelObjective::input_activation(int m) const {
   nb::gil_scoped_acquire gil;
   Mat a;
-  array_to_mat(driver_.attr("input")(m), a, "input(m)");
+  give_activation(driver_.attr("input")(m), a, "input(m)");
   return a;
 }
 
 void StageModelObjective::stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                                         std::unique_ptr<StageCache>& cache) const {
   nb::gil_scoped_acquire gil;
-  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("forward")(s, m, activation_to_numpy(in, f32_), view(w_s.data(), w_s.size())));
-  array_to_mat(r[0], out, "forward's output");
+  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("forward")(s, m, take_activation(in), view(w_s.data(), w_s.size())));
+  give_activation(r[0], out, "forward's output");
   cache = std::make_unique<PythonStageCache>(nb::borrow(r[1]));
 }
 
 double StageModelObjective::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
   nb::gil_scoped_acquire gil;
-  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("loss")(m, activation_to_numpy(last, f32_)));
+  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("loss")(m, take_activation(last)));
   array_to_mat(r[1], grad_last, "loss's gradient");
   return as_double(r[0]);
 }

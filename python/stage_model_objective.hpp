@@ -15,6 +15,13 @@
 // [rows × width] Mat were the largest cost of a run of 512-wide stages: results/PERFORMANCE.md,
 // "PyTorch stages".) Methods only move activations between this objective's own calls, so
 // their layout is its own; activation_width() is the input's width.
+// A model that keeps its activations (stale.torch: tensors that stay on their device) hands its
+// forward activations over as Python objects: the objective holds each one and gives the
+// executor a ticket in its place, an empty Mat (0 rows) whose column count names it; the
+// next forward or the loss takes the object back (each activation is read once: the executor
+// drops a forward's input after the call). Forward activations are never checkpointed (a
+// resumed run recomputes them), so no ticket outlives its process. Gradients still cross
+// into the harness's Mats: checkpoints store them.
 // The Python side (model.py's driver) checks shapes, sizes and dtypes and raises
 // stale.ConfigError with one line; a Python exception propagates unchanged out of the run,
 // and the run file is removed (RunSession::abort), as for any failed run.
@@ -22,6 +29,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "objectives/objective.hpp"
@@ -67,7 +75,17 @@ class StageModelObjective final : public Objective {
   // into grad (stages below `lowest` skip their backward)
   double pipeline(const Vec& z, int m, Vec* grad, int lowest) const;
 
+  // the activation the executor hands in: the held object a ticket names (taken out of the
+  // table), or a copy of a's values as a numpy array
+  nanobind::object take_activation(const Mat& a) const;
+  // the model's activation as the executor's Mat: a ticket when the model keeps its
+  // activations, else a copy of its values
+  void give_activation(nanobind::handle obj, Mat& out, const char* what) const;
+
   nanobind::object driver_;
+  bool keeps_activations_ = false;
+  mutable std::unordered_map<Index, nanobind::object> held_;  // ticket → activation (GIL held)
+  mutable Index next_ticket_ = 1;
   std::vector<Index> rows_;
   Index samples_ = 0;
   Index input_width_ = 1;

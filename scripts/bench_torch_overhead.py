@@ -7,6 +7,7 @@ prints both with their ratio. results/PERFORMANCE.md ("PyTorch stages") holds th
 
     python3 scripts/bench_torch_overhead.py                       # float32, width 512, batch 256
     python3 scripts/bench_torch_overhead.py --dtype float64 --width 256
+    python3 scripts/bench_torch_overhead.py --device cuda --width 4096 --batch 4096 --threads 16
 
 The ratio is the price of the stage-wise view (one autograd graph per stage, activations and
 weights crossing into the harness's float64 storage, the driver's shape checks); it shrinks as a
@@ -31,7 +32,13 @@ def mlp(width: int, stages: int, dtype) -> torch.nn.Sequential:
     return torch.nn.Sequential(*blocks, torch.nn.Linear(width, 10)).to(dtype)
 
 
-def plain_loop(net, X, y, offsets, order, lr, full_passes):
+def sync(device: str):
+    """device work is asynchronous: a clock read after it must wait for it"""
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
     """SGD on the same micro-batches: forward, backward, step; and the metrics' full passes"""
     params = list(net.parameters())
     loss_fn = torch.nn.functional.cross_entropy
@@ -56,6 +63,7 @@ def plain_loop(net, X, y, offsets, order, lr, full_passes):
                 p -= lr * p.grad
     for _ in range(full_passes - 1):
         full_pass()
+    sync(device)
     return time.perf_counter() - t0
 
 
@@ -70,13 +78,15 @@ def main():
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (both sides)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where the model's tensors live (the harness's own state stays on the host)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dtype = getattr(torch, a.dtype)
     g = np.random.default_rng(0)
     n = a.batch * a.batches
-    X = torch.as_tensor(g.standard_normal((n, a.width)), dtype=dtype)
-    y = torch.as_tensor(g.integers(0, 10, n))
+    X = torch.as_tensor(g.standard_normal((n, a.width)), dtype=dtype, device=a.device)
+    y = torch.as_tensor(g.integers(0, 10, n), device=a.device)
     S, lr = a.stages, 0.01
     K = a.microbatches * S  # 1F1B with a flush steps every stage once per mini-batch of S micro-batches
     cfg = {"method.name": a.method, "method.lr": lr, "method.updates": K, "method.microbatches": a.microbatches,
@@ -89,30 +99,36 @@ def main():
 
     # one stage op, alone: forward + backward of stage 1 through the adapter
     model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy, batch_size=a.batch,
-                                    dtype=dtype)
+                                    dtype=dtype, device=a.device)
     w = model.initial_params(0)
-    x = np.asarray(torch.tanh(torch.randn(a.batch, a.width, dtype=torch.float64)))
+    x = torch.tanh(torch.randn(a.batch, a.width, dtype=dtype, device=a.device))  # an activation the adapter holds
+    grad_out = np.ones((a.batch, a.width), dtype=np.float32 if dtype == torch.float32 else np.float64)
+
     def stage_op():
         out, cache = model.forward(1, 0, x, w[1])
-        model.backward(1, 0, np.ones_like(out), w[1], cache)
+        model.backward(1, 0, grad_out, w[1], cache)
 
     stage_op()  # the first call pays for torch's set-up
+    sync(a.device)
     t0 = time.perf_counter()
     for _ in range(10):
         stage_op()
+    sync(a.device)
     op_ms = (time.perf_counter() - t0) / 10 * 1e3
 
     harness, plain = [], []
     for _ in range(a.repeats):
         model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy,
-                                        batch_size=a.batch, dtype=dtype)
+                                        batch_size=a.batch, dtype=dtype, device=a.device)
         t0 = time.perf_counter()
         r = stale.run(cfg, model=model)
         harness.append(time.perf_counter() - t0)
         assert r.status == "ok" and r.summary["k"] == K, (r.status, r.summary["k"])
-        plain.append(plain_loop(mlp(a.width, S, dtype), X, y, offsets, order, lr, full_passes=2))
+        plain.append(plain_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
+                                device=a.device))
     h, p = statistics.median(harness), statistics.median(plain)
-    print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s); S={S} stages of Linear({a.width},{a.width})+Tanh, "
+    where = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
+    print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s), {where}; S={S} stages of Linear({a.width},{a.width})+Tanh, "
           f"batch {a.batch}, M={a.batches}, {a.microbatches} micro-batches under {a.method}, 2 full passes (metrics)")
     print(f"one stage op (forward + backward of stage 1 through stale.torch): {op_ms:.2f} ms")
     print(f"harness run (stale.run):  {h:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in harness)})")

@@ -138,6 +138,10 @@ class _Driver:
         self.rows: list[int] = []
         self.in_shape: list[tuple | None] = [None] * (self.stages + 1)  # feature shape entering stage s (S: the loss)
         self.read_only = not getattr(model, "_writable_views", False)
+        # a model that keeps its activations (stale.torch) gets its forward activations back as it
+        # returned them, held by the C++ objective between calls, instead of float64 copies;
+        # a NumPy model gets copies, so that one stage's in-place work cannot reach another's cache
+        self.keeps = bool(getattr(model, "_keeps_activations", False))
         self.activation_dtype = str(getattr(model, "activation_dtype", "float64"))
         if self.activation_dtype not in ("float64", "float32"):
             _fail(model, f"activation_dtype = {self.activation_dtype!r}; valid: 'float64', 'float32'")
@@ -145,13 +149,13 @@ class _Driver:
     # ---- shapes: a stage's output keeps its shape between calls (its rows follow the batch)
     def _features(self, s: int, a: np.ndarray, m: int, what: str) -> tuple:
         if a.ndim < 1 or a.shape[0] != self.rows[m]:
-            _fail(self.model, f"{what} has shape {a.shape} for batch {m}; its first axis must be the batch's "
+            _fail(self.model, f"{what} has shape {tuple(a.shape)} for batch {m}; its first axis must be the batch's "
                               f"{self.rows[m]} rows (batch_rows({m}))")
         feat = tuple(a.shape[1:])
         if self.in_shape[s] is None:
             self.in_shape[s] = feat
         elif self.in_shape[s] != feat:
-            _fail(self.model, f"{what} has shape {a.shape} for batch {m}, earlier (rows, {', '.join(map(str, self.in_shape[s]))}); "
+            _fail(self.model, f"{what} has shape {tuple(a.shape)} for batch {m}, earlier (rows, {', '.join(map(str, self.in_shape[s]))}); "
                               "a stage's output must keep its shape between calls")
         return feat
 
@@ -167,21 +171,25 @@ class _Driver:
         return w
 
     # ---- the calls of python/stage_model_objective.cpp
-    def input(self, m: int) -> np.ndarray:
-        a = np.asarray(self.model.input(m))
+    def _array(self, a):
+        return a if self.keeps and hasattr(a, "shape") and hasattr(a, "ndim") else np.asarray(a)
+
+    def input(self, m: int):
+        a = self._array(self.model.input(m))
         self._features(0, a, m, "input(m)")
-        return self._flat(a, m)
+        return a if self.keeps else self._flat(a, m)
 
-    def forward(self, s: int, m: int, x: np.ndarray, w_s: np.ndarray):
-        out, cache = _pair(self.model, self.model.forward(s, m, self._shaped(s, x, m), self._view(w_s)),
-                           f"forward({s}, m, x, w_s)", "out, cache")
-        out = np.asarray(out)
+    def forward(self, s: int, m: int, x, w_s: np.ndarray):
+        x = x if self.keeps else self._shaped(s, x, m)
+        out, cache = _pair(self.model, self.model.forward(s, m, x, self._view(w_s)), f"forward({s}, m, x, w_s)",
+                           "out, cache")
+        out = self._array(out)
         self._features(s + 1, out, m, f"stage {s}'s output")
-        return self._flat(out, m), cache
+        return (out if self.keeps else self._flat(out, m)), cache
 
-    def loss(self, m: int, last: np.ndarray):
-        value, grad = _pair(self.model, self.model.loss(m, self._shaped(self.stages, last, m)), "loss(m, last)",
-                            "loss, grad_last")
+    def loss(self, m: int, last):
+        last = last if self.keeps else self._shaped(self.stages, last, m)
+        value, grad = _pair(self.model, self.model.loss(m, last), "loss(m, last)", "loss, grad_last")
         grad = np.asarray(grad)
         if grad.shape != (self.rows[m],) + self.in_shape[self.stages]:
             _fail(self.model, f"loss({m}, last) returned a gradient of shape {grad.shape}; expected last's shape "
@@ -267,5 +275,5 @@ class _Driver:
         return {"block_sizes": self.sizes, "rows": self.rows, "input_width": int(np.prod(self.in_shape[0] or (1,))),
                 "description": f"python model {_name(self.model)}" + (f": {desc}" if desc else ""),
                 "has_validation": callable(getattr(self.model, "validation_loss", None)),
-                "activation_dtype": self.activation_dtype,
+                "activation_dtype": self.activation_dtype, "keeps_activations": self.keeps,
                 "w0": w0, "constants": constants}

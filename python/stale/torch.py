@@ -17,6 +17,9 @@ meanwhile); the backward pass views the harness's w_s in place (torch.from_numpy
 into the same tensor without autograd's version check, so that methods without weight stashing
 differentiate with the weights of the backward pass and the activations of the forward pass,
 as PipeDream does. In float64 on the CPU nothing else is copied; float32 casts at the boundary.
+Forward activations stay the modules' tensors, on their device, between stages (the harness
+holds them, python/stage_model_objective.hpp); the loss's and the backward passes' activation
+gradients cross into the harness, whose checkpoints keep them.
 
 Initial point: the modules' own parameters as handed over (every seed starts there), or, with
 init="reset", each submodule's reset_parameters() under torch.manual_seed(seed).
@@ -59,6 +62,7 @@ class TorchStages(StageModel):
     {"f_low": 0.0} for a non-negative loss, which gives the bound its Δ₀ = f(w_0) − f_low."""
 
     _writable_views = True  # the adapter copies w_s before autograd may keep it (see above)
+    _keeps_activations = True  # forward activations stay tensors on the model's device (see above)
 
     def __init__(self, stages, data, loss_fn, *, batch_size: int, validation=None, dtype=torch.float64,
                  device="cpu", init: str = "module", name: str | None = None, description: str = "",
@@ -142,7 +146,13 @@ class TorchStages(StageModel):
         return int(self.offsets[m + 1] - self.offsets[m])
 
     def input(self, m: int):
-        return self.X[self.offsets[m]:self.offsets[m + 1]].cpu().numpy()
+        return self.X[self.offsets[m]:self.offsets[m + 1]]
+
+    def _activation(self, x) -> torch.Tensor:
+        """a held activation (this model's own tensor), or an array from elsewhere"""
+        if isinstance(x, torch.Tensor):
+            return x.detach()
+        return self._tensor(np.asarray(x), None if torch.is_floating_point(self.X) else self.X.dtype)
 
     def _tensor(self, a: np.ndarray, dtype=None) -> torch.Tensor:
         return torch.from_numpy(a).to(device=self.device, dtype=dtype or self.dtype)
@@ -167,14 +177,19 @@ class TorchStages(StageModel):
                 return functional_call(self.modules[s], params, (x,))
         return functional_call(self.modules[s], params, (x,))
 
-    def forward(self, s: int, m: int, x: np.ndarray, w_s: np.ndarray):
-        if s == 0 and not self.X.is_floating_point():
-            x_t = self._tensor(x, self.X.dtype)  # token ids: exact in float64 below 2^53
+    def forward(self, s: int, m: int, x, w_s: np.ndarray):
+        x_t = self._activation(x)
+        if s > 0:
+            x_t.requires_grad_(True)
+        # the one copy of w_s (see above); to a GPU in float64, cast there (a host-side cast of
+        # a large block is one slow thread)
+        if self.device.type == "cpu":
+            flat = torch.tensor(w_s, dtype=self.dtype)
         else:
-            x_t = self._tensor(x).requires_grad_(s > 0)
-        flat = torch.tensor(w_s, dtype=self.dtype, device=self.device).requires_grad_(True)  # the one copy (see above)
+            flat = torch.from_numpy(w_s).to(self.device).to(self.dtype)
+        flat.requires_grad_(True)
         out = self._call(s, m, self._params(s, flat), x_t)
-        return out.detach().cpu().numpy(), (x_t, flat, out)
+        return out.detach(), (x_t, flat, out)
 
     def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
         x_t, flat, out = cache
@@ -185,8 +200,8 @@ class TorchStages(StageModel):
         g_in = grads[1] if len(grads) > 1 else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
         return g_w.detach().cpu().numpy(), (g_in.detach().cpu().numpy() if g_in is not None else None)
 
-    def loss(self, m: int, last: np.ndarray):
-        last_t = self._tensor(last).requires_grad_(True)
+    def loss(self, m: int, last):
+        last_t = self._activation(last).requires_grad_(True)
         value = self.loss_fn(last_t, self.y[self.offsets[m]:self.offsets[m + 1]])
         (g,) = torch.autograd.grad(value, [last_t])
         return float(value.detach()), g.detach().cpu().numpy()
@@ -221,7 +236,8 @@ class _LinearStage(torch.nn.Module):
         return torch.cat([X, a + (X[:, self.cols] @ self.weight).unsqueeze(1)], dim=1)
 
 
-def least_squares_stages(config=None, *, dtype=torch.float64, constants: bool = True, **overrides) -> TorchStages:
+def least_squares_stages(config=None, *, dtype=torch.float64, device="cpu", constants: bool = True,
+                         **overrides) -> TorchStages:
     """The built-in least-squares objective of a `quadratic` config as PyTorch stages (the
     oracle of stale.least_squares.LeastSquaresStages, through autograd): stage s adds X_m[:, block s]
     w_s to the last column of the activation [X_m | a], the loss is (1/2 n_m)‖a − y_m‖²."""
@@ -235,7 +251,7 @@ def least_squares_stages(config=None, *, dtype=torch.float64, constants: bool = 
     data = np.concatenate([X, np.zeros((len(X), 1))], axis=1)
     offsets = o["batch_offsets"]
     model = TorchStages(stages, (data, y), lambda out, y_m: 0.5 * torch.mean((out[:, -1] - y_m) ** 2),
-                        batch_size=len(X) // (len(offsets) - 1), dtype=dtype,  # n // (n // M) = M batches
+                        batch_size=len(X) // (len(offsets) - 1), dtype=dtype, device=device,  # n // (n // M) = M batches
                         name="TorchLeastSquares", description="least squares (1/2n)||Xw - y||^2 as S torch stages")
     if not np.array_equal(model.offsets, offsets):
         raise ValueError("least_squares_stages: the batch partition differs from the built-in objective's")
@@ -244,7 +260,7 @@ def least_squares_stages(config=None, *, dtype=torch.float64, constants: bool = 
     return model
 
 
-def charlm_stages(config=None, *, dtype=torch.float64, **overrides) -> TorchStages:
+def charlm_stages(config=None, *, dtype=torch.float64, device="cpu", **overrides) -> TorchStages:
     """The char-level GPT of a `charlm` config (objectives/charlm/) as PyTorch stages
     (python/stale/torch_charlm.py): its training batches' tokens, its stage layout and its
     initial weights come from the C++ objective (stale._stale.charlm_data), so a run of it
@@ -260,6 +276,7 @@ def charlm_stages(config=None, *, dtype=torch.float64, **overrides) -> TorchStag
     M, N = d["inputs"].shape
     X = d["inputs"].reshape(-1).astype(np.int64)
     y = d["targets"].reshape(-1).astype(np.int64)
-    return TorchStages(mods, (X, y), torch.nn.functional.cross_entropy, batch_size=N, dtype=dtype, name="TorchCharLm",
+    return TorchStages(mods, (X, y), torch.nn.functional.cross_entropy, batch_size=N, dtype=dtype, device=device,
+                       name="TorchCharLm",
                        description=f"char-level GPT, E={d['E']} heads={d['NH']} T={d['T']} B={d['B']} S={d['S']}",
                        constants={"f_low": 0.0})

@@ -179,6 +179,73 @@ def test_a_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path
     assert_runs_close(resumed, whole, rtol=0)  # bit for bit
 
 
+class Tracing(LeastSquaresStages):
+    """records whether each forward's input and the loss's input is the very object the stage
+    before it returned (and so does each stage's in-place damage to its input)"""
+
+    def __init__(self, keeps: bool, **kw):
+        super().__init__({**OBJECTIVE, "seed": RUN["seed"]}, **kw)
+        self._keeps_activations = keeps
+        self.returned, self.alive, self.same = set(), [], []
+
+    def _seen(self, x):
+        self.same.append(id(x) in self.returned)
+
+    def _returns(self, a):
+        self.returned.add(id(a))
+        self.alive.append(a)  # kept alive: no later array reuses its id
+
+    def input(self, m):
+        a = super().input(m)
+        self._returns(a)
+        return a
+
+    def forward(self, s, m, x, w_s):
+        self._seen(x)
+        out, cache = super().forward(s, m, x, w_s)
+        self._returns(out)
+        return out, cache
+
+    def loss(self, m, last):
+        self._seen(last)
+        return super().loss(m, last)
+
+
+@pytest.mark.parametrize("method", ["pipedream", "paci", "rpd"])
+def test_a_model_that_keeps_its_activations_gets_its_own_objects_back_and_the_same_run(tmp_path, method):
+    """stale.torch's protocol (python/stage_model_objective.hpp): a model with
+    _keeps_activations gets each forward activation back as the object it returned, held by
+    the harness between calls; any other model gets float64 copies. The run is the same bit for
+    bit, and a run cut mid-flight resumes bit for bit (held activations are recomputed)."""
+    case = {**RUN, "method.name": method, "method.updates": 96, "log.every": 2, "log.exact_mean": False,
+            "log.flush_seconds": 0.0}
+    if method == "rpd":
+        case.update({"delay.name": "uniform", "delay.max": 5})
+    copied, kept = Tracing(keeps=False), Tracing(keeps=True)
+    a = stale.run(case, model=copied, out=tmp_path / "copied.h5")
+    b = stale.run(case, model=kept, out=tmp_path / "kept.h5")
+    assert_runs_close(b, a, rtol=0)
+    assert all(kept.same) and len(kept.same) > 1000
+    assert not any(copied.same) and len(copied.same) == len(kept.same)
+    cut = KeptCrashing(at=700)
+    with pytest.raises(Crash):
+        stale.run(case, model=cut, out=tmp_path / "cut.h5")
+    resumed = stale.run(resume=str(tmp_path / "cut.h5") + ".partial", model=Tracing(keeps=True))
+    assert_runs_close(resumed, a, rtol=0)
+
+
+class KeptCrashing(Tracing):
+    def __init__(self, at):
+        super().__init__(keeps=True)
+        self.calls, self.at = 0, at
+
+    def forward(self, s, m, x, w_s):
+        self.calls += 1
+        if self.calls == self.at:
+            raise Crash("stopped")
+        return super().forward(s, m, x, w_s)
+
+
 class ReshapingLeastSquares(LeastSquaresStages):
     """stage 1's output gains a column at the n-th call"""
 

@@ -23,6 +23,10 @@ SEEDED = {**OBJECTIVE, "seed": RUN["seed"]}  # the built-in objective's data, dr
 # float32 stages against the float64 built-in objective: each op rounds to 2^-24 ≈ 6e-8
 # relative, and 64 updates of a contraction keep that within this relative tolerance
 RTOL_FLOAT32 = 1e-4
+# on a CUDA device the model's tensors live there and cuBLAS sums in its own order: the same
+# tolerances hold (reported skipped where torch sees no CUDA device, as in CI)
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 
 
 def test_every_registered_method_runs_torch_stages_as_the_builtin_objective(tmp_path):
@@ -47,10 +51,11 @@ def test_float64_torch_least_squares_reproduces_the_quadratic_run_file(tmp_path,
     assert_runs_close(mine, builtin)
 
 
-def test_float32_torch_least_squares_follows_the_quadratic_within_float32_rounding():
+@pytest.mark.parametrize("device", DEVICES)
+def test_float32_torch_least_squares_follows_the_quadratic_within_float32_rounding(device):
     case = {**RUN, "method.name": "pipedream", "log.every": 4}
     builtin = stale.run({**OBJECTIVE, **case})
-    mine = stale.run(case, model=st.least_squares_stages(SEEDED, dtype=torch.float32))
+    mine = stale.run(case, model=st.least_squares_stages(SEEDED, dtype=torch.float32, device=device))
     assert mine.status == "ok"
     for name in ("loss", "grad_norm_sq", "batch_loss"):
         np.testing.assert_allclose(mine.series(name), builtin.series(name), rtol=RTOL_FLOAT32, err_msg=name)
@@ -88,36 +93,38 @@ def test_the_modules_own_parameters_are_the_initial_point_and_are_not_touched():
     assert r.status == "ok" and r.series("loss")[-1] < r.series("loss")[0]
 
 
-def test_dropout_streams_repeat_a_run_bit_for_bit_and_follow_the_seed():
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_streams_repeat_a_run_bit_for_bit_and_follow_the_seed(device):
     case = {**RUN, "method.name": "pipedream", "method.updates": 48, "log.every": 4, "log.exact_mean": False}
-    a = stale.run(case, model=classifier(0.3))
-    b = stale.run(case, model=classifier(0.3))
+    a = stale.run(case, model=classifier(0.3, device=device))
+    b = stale.run(case, model=classifier(0.3, device=device))
     np.testing.assert_array_equal(a.iterates, b.iterates)
     np.testing.assert_array_equal(a.series("loss"), b.series("loss"))
-    c = stale.run({**case, "seed": 4}, model=classifier(0.3))
+    c = stale.run({**case, "seed": 4}, model=classifier(0.3, device=device))
     assert not np.array_equal(a.iterates[-1], c.iterates[-1])
     # without dropout the seed changes nothing (the initial point is the modules')
-    d0 = stale.run(case, model=classifier(0.0))
-    d1 = stale.run({**case, "seed": 4}, model=classifier(0.0))
+    d0 = stale.run(case, model=classifier(0.0, device=device))
+    d1 = stale.run({**case, "seed": 4}, model=classifier(0.0, device=device))
     np.testing.assert_array_equal(d0.iterates, d1.iterates)
-    # the user's global stream is left as it was
-    model = classifier(0.3)  # (mlp() seeds the global stream itself)
+    # the user's global stream (the device's generator too) is left as it was
+    model = classifier(0.3, device=device)  # (mlp() seeds the global stream itself)
     torch.manual_seed(123)
-    expected = torch.rand(3)
+    expected = torch.rand(3, device=device)
     torch.manual_seed(123)
     stale.run(case, model=model)
-    assert torch.equal(torch.rand(3), expected)
+    assert torch.equal(torch.rand(3, device=device), expected)
 
 
 class Crash(RuntimeError):
     pass
 
 
-def test_a_dropout_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_dropout_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path, device):
     case = {**RUN, "method.name": "paci", "method.updates": 64, "log.every": 4, "log.exact_mean": False,
             "log.flush_seconds": 0.0}
-    whole = stale.run(case, model=classifier(0.3), out=tmp_path / "whole.h5")
-    model = classifier(0.3)
+    whole = stale.run(case, model=classifier(0.3, device=device), out=tmp_path / "whole.h5")
+    model = classifier(0.3, device=device)
     calls = {"n": 0}
     forward = model.forward
 
@@ -131,7 +138,7 @@ def test_a_dropout_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(
     out = tmp_path / "cut.h5"
     with pytest.raises(Crash):
         stale.run(case, model=model, out=out)
-    resumed = stale.run(resume=str(out) + ".partial", model=classifier(0.3))
+    resumed = stale.run(resume=str(out) + ".partial", model=classifier(0.3, device=device))
     assert_runs_close(resumed, whole, rtol=0)
 
 
@@ -175,16 +182,15 @@ def test_bad_modules_and_data_are_one_line_config_errors(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda_float64_torch_least_squares_reproduces_the_quadratic_run():
-    case = {**RUN, "method.name": "pipedream", "log.every": 4}
+@CUDA
+@pytest.mark.parametrize("method", ["rpd", "pipedream", "paci", "localsgd"])
+def test_cuda_float64_torch_least_squares_reproduces_the_quadratic_run(method):
+    case = {**RUN, "method.name": method, "log.every": 4}
+    if method == "rpd":
+        case.update({"delay.name": "uniform", "delay.max": 6})
     builtin = stale.run({**OBJECTIVE, **case})
-    model = st.least_squares_stages(SEEDED)
-    model_cuda = st.TorchStages([m for m in model.modules], (model.X.numpy(), model.y.numpy()), model.loss_fn,
-                                batch_size=5, device="cuda", name="cuda")
-    model_cuda._constants = model.constants()
     # cuBLAS sums in its own order: rounding only, as on the CPU
-    assert_runs_close(stale.run(case, model=model_cuda), builtin, rtol=1e-10)
+    assert_runs_close(stale.run(case, model=st.least_squares_stages(SEEDED, device="cuda")), builtin, rtol=1e-10)
 
 
 class LinearChain(stale.StageModel):
