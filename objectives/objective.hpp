@@ -94,6 +94,24 @@ class EnsembleTracker {
 // column p reads it as it reads its own).
 std::unique_ptr<IterateTracker> column_tracker(std::shared_ptr<EnsembleTracker> ensemble, int p);
 
+struct TextData;
+
+// A model of text over a byte vocabulary, which `stale sample` generates from (the
+// character-level GPT). An objective that is one returns itself from Objective::text_model();
+// its registry entry says so (ObjectiveEntry::generates_text), so that a command can refuse
+// another objective's run before building it.
+class TextModel {
+ public:
+  virtual ~TextModel() = default;
+  // the corpus: its vocabulary (token id i is vocab[i]) and encode()
+  virtual const TextData& text() const = 0;
+  // the longest window the model reads (T)
+  virtual int context() const = 0;
+  // the whole model at w on `rows` sequences of `len` ≤ context() tokens (row-major): logits
+  // [rows·len × V], row r·len + t predicting the token after position t
+  virtual Mat logits(const Vec& w, const std::vector<int32_t>& tokens, int rows, int len) const = 0;
+};
+
 class Objective {
  public:
   virtual ~Objective() = default;
@@ -194,6 +212,9 @@ class Objective {
   // backend and precision this instance evaluates with
   virtual std::string backend() const { return "cpu"; }
   virtual std::string precision() const { return "float64"; }
+
+  // the objective as a text model (nullptr: it models no text)
+  virtual const TextModel* text_model() const { return nullptr; }
 
  protected:
   BlockPartition blocks_;

@@ -50,6 +50,9 @@ struct ObjectiveEntry {
   // f is a quadratic with one Hessian whatever the data point (least squares; not once
   // objective.nonconvex_reg is on): the stability predictor's recursion is linear in it
   bool fixed_hessian = false;
+  // its objectives are text models (Objective::text_model()): `stale sample` generates from
+  // its runs
+  bool generates_text = false;
 };
 
 using ObjectiveRegistry = Registry<ObjectiveEntry>;

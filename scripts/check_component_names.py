@@ -73,8 +73,6 @@ REVIEWED = {
     ("objectives/linear/linear_model_cuda_objective.cpp", "logistic"): "the CUDA twin reports its objective's name",
     ("objectives/linear/linear_constants_sparse.cpp", "logistic"): "the constants cache's key names the loss",
     # known debts (docs/design.md "Registries"; issue 33): each should become a registry trait
-    ("src/cli/sample_command.cpp", "charlm"): "DEBT: 'generates text' is not yet an ObjectiveEntry trait",
-    ("src/cli/sample_command.hpp", "charlm"): "DEBT: as sample_command.cpp",
     ("src/commands/run_config.cpp", "quadratic"): "DEBT: stale.run(X=, y=) asks for the linear objectives by name",
     ("src/commands/run_config.cpp", "logistic"): "DEBT: stale.run(X=, y=) asks for the linear objectives by name",
     ("python/stale_module.cpp", "quadratic"): "DEBT: the module's data export asks for the linear objectives by name",

@@ -259,7 +259,7 @@ const bool registered = ObjectiveRegistry::add(
      {},
      make_charlm, charlm_footprint,
      // each run builds its own: sharing across threads is claimed only where a test holds it (the linear models)
-     /*shared_across_runs=*/false, /*ensembles_on_cpu=*/false});
+     /*shared_across_runs=*/false, /*ensembles_on_cpu=*/false, /*fixed_hessian=*/false, /*generates_text=*/true});
 }  // namespace
 
 }  // namespace stale

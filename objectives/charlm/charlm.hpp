@@ -98,7 +98,7 @@ class CharLmData {
 };
 
 // What every twin (CPU float32/float64, CUDA) of the objective offers beyond Objective.
-class CharLm : public Objective {
+class CharLm : public Objective, public TextModel {
  public:
   CharLm(std::shared_ptr<const CharLmData> data, CharLmShape shape);
 
@@ -117,9 +117,10 @@ class CharLm : public Objective {
 
   // mean cross-entropy over the fixed validation batches
   double validation_loss(const Vec& w) const override = 0;
-  // the whole model at w on `rows` sequences of `len` ≤ T tokens (row-major): logits
-  // [rows·len × V], row r·len + t predicting the token after position t
-  virtual Mat logits(const Vec& w, const std::vector<int32_t>& tokens, int rows, int len) const = 0;
+  // TextModel: the corpus, T, and logits() (each twin's)
+  const TextModel* text_model() const override { return this; }
+  const TextData& text() const override { return data_->text(); }
+  int context() const override { return shape_.T; }
 
  protected:
   std::shared_ptr<const CharLmData> data_;
