@@ -5,11 +5,12 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "src/core/error.hpp"
+#include "src/core/parallel.hpp"
 
 namespace nb = nanobind;
 
@@ -33,8 +34,24 @@ struct PythonStageCache final : StageCache {
   nb::object obj;
 };
 
+// out[i] = in[i] for n values, cast, on the threading policy's threads for a large n (a cast is
+// elementwise: the same bits for any thread count). On one thread, the casts of 4M-value
+// gradients were most of a 2048-wide PyTorch model's run on a GPU
+// (results/gpu/torch_cuda_2026-11-26.md).
+template <class To, class From>
+void cast_copy(const From* in, To* out, size_t n) {
+  constexpr int64_t kChunk = int64_t(1) << 16;
+  const int64_t chunks = (static_cast<int64_t>(n) + kChunk - 1) / kChunk;
+  const int T = parallel_threads(static_cast<double>(n));
+#pragma omp parallel for num_threads(T) schedule(static) if (T > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t end = std::min<int64_t>(static_cast<int64_t>(n), (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) out[i] = static_cast<To>(in[i]);
+  }
+}
+
 // a copy of an activation (held as [width × rows], see the header) as the C-order numpy array
-// [rows × width] the caller owns: the same bytes, one memcpy; in float32 when the model asks for
+// [rows × width] the caller owns: the same bytes, one copy pass; in float32 when the model asks for
 // it (model.py's activation_dtype), cast in the same pass
 template <class M>
 nb::object owned_numpy(M* owned) {
@@ -44,7 +61,15 @@ nb::object owned_numpy(M* owned) {
   return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<2>>(owned->data(), 2, shape, owner), nb::rv_policy::reference);
 }
 nb::object activation_to_numpy(const Mat& a, bool f32) {
-  return f32 ? owned_numpy(new MatF(a.cast<float>())) : owned_numpy(new Mat(a));
+  const auto n = static_cast<size_t>(a.size());
+  if (f32) {
+    auto* m = new MatF(a.rows(), a.cols());
+    cast_copy(a.data(), m->data(), n);
+    return owned_numpy(m);
+  }
+  auto* m = new Mat(a.rows(), a.cols());
+  cast_copy(a.data(), m->data(), n);
+  return owned_numpy(m);
 }
 
 // a view of the harness's vector, valid during the call (no copy)
@@ -59,7 +84,7 @@ void copy_values(nb::handle h, double* out, size_t n, const char* what) {
   InArray a;
   if (nb::try_cast(h, a, false)) {
     STALE_CHECK(a.size() == n, "the driver checks sizes");
-    std::memcpy(out, a.data(), sizeof(double) * n);
+    cast_copy(a.data(), out, n);
     return;
   }
   InArray32 f;
@@ -67,7 +92,7 @@ void copy_values(nb::handle h, double* out, size_t n, const char* what) {
     throw UserError(std::string("python model: ") + what +
                     " is not a float64 or float32 array in C order (stale.model's driver converts it)");
   STALE_CHECK(f.size() == n, "the driver checks sizes");
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<double>(f.data()[i]);
+  cast_copy(f.data(), out, n);
 }
 
 // a C-order [rows × width] array into the activation [width × rows]: one pass
