@@ -148,11 +148,13 @@ class TorchStages(StageModel):
     def input(self, m: int):
         return self.X[self.offsets[m]:self.offsets[m + 1]]
 
-    def _activation(self, x) -> torch.Tensor:
-        """a held activation (this model's own tensor), or an array from elsewhere"""
+    def _activation(self, x, s: int) -> torch.Tensor:
+        """the input of stage s (s = stages: the loss's): a held activation (this model's own
+        tensor), or an array from elsewhere; only stage 0 reads integer inputs (token ids)"""
         if isinstance(x, torch.Tensor):
             return x.detach()
-        return self._tensor(np.asarray(x), None if torch.is_floating_point(self.X) else self.X.dtype)
+        integer = s == 0 and not torch.is_floating_point(self.X)
+        return self._tensor(np.asarray(x), self.X.dtype if integer else None)
 
     def _tensor(self, a: np.ndarray, dtype=None) -> torch.Tensor:
         return torch.from_numpy(a).to(device=self.device, dtype=dtype or self.dtype)
@@ -178,7 +180,7 @@ class TorchStages(StageModel):
         return functional_call(self.modules[s], params, (x,))
 
     def forward(self, s: int, m: int, x, w_s: np.ndarray):
-        x_t = self._activation(x)
+        x_t = self._activation(x, s)
         if s > 0:
             x_t.requires_grad_(True)
         # the one copy of w_s (see above); to a GPU in float64, cast there (a host-side cast of
@@ -201,7 +203,7 @@ class TorchStages(StageModel):
         return g_w.detach().cpu().numpy(), (g_in.detach().cpu().numpy() if g_in is not None else None)
 
     def loss(self, m: int, last):
-        last_t = self._activation(last).requires_grad_(True)
+        last_t = self._activation(last, self.stages).requires_grad_(True)
         value = self.loss_fn(last_t, self.y[self.offsets[m]:self.offsets[m + 1]])
         (g,) = torch.autograd.grad(value, [last_t])
         return float(value.detach()), g.detach().cpu().numpy()
