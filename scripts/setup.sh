@@ -25,8 +25,8 @@ if ! python3 -c "import numpy, h5py, matplotlib, pandas, pytest, scikit_build_co
     python3 -m pip install -q --break-system-packages -r scripts/requirements.txt
 fi
 # PyTorch for stale.torch and its tests (tests/python/test_stage_model_torch.py, skipped without it;
-# STALE_TORCH=0 skips this). pip, not Debian's python3-torch: that is 1.13 (no torch.func), built
-# against Debian's numpy 1.x, which the numpy 2 from requirements.txt shadows. Give the PyTorch
+# STALE_TORCH=0 skips this). pip, not Debian's python3-torch: that is 1.13 (older than the 2.x
+# stale.torch is tested with), built against Debian's numpy 1.x, which the numpy 2 from requirements.txt shadows. Give the PyTorch
 # project's CPU wheel index in STALE_TORCH_INDEX (README "Your own model": pip's default index works
 # too, but its Linux wheel pulls the CUDA libraries: 5.2 GB installed). Measured costs:
 # results/PERFORMANCE.md, "PyTorch stages".

@@ -10,16 +10,17 @@ named_parameters() order, are block s of the harness's w, and autograd gives the
 The data (X, y) are split into the harness's fixed batches (stale.batch_offsets: M = n //
 batch_size near-equal parts); `loss_fn(out, y_m)` must return the batch's mean loss.
 
-How the harness's weights reach the module: torch.func.functional_call with parameters that
-are views of one flat tensor per stage. A forward pass copies w_s into that tensor (once, O(d_s):
-autograd keeps it until the backward pass, and the harness's storage of w_s is freed
-meanwhile); the backward pass views the harness's w_s in place (torch.from_numpy) and writes it
-into the same tensor without autograd's version check, so that methods without weight stashing
-differentiate with the weights of the backward pass and the activations of the forward pass,
-as PipeDream does. In float64 on the CPU nothing else is copied; float32 casts at the boundary.
-Forward activations stay the modules' tensors, on their device, between stages (the harness
-holds them, python/stage_model_objective.hpp); the loss's and the backward passes' activation
-gradients cross into the harness, whose checkpoints keep them.
+How the harness's weights reach the module: each stage's parameters are views of one flat tensor
+that the adapter owns (made once, like a flat-parameter wrapper), so the modules are called as
+they are, with no per-call reparametrisation. A pass copies the w_s it is given into that tensor
+before it runs (O(d_s), float32 cast in the copy): a forward pass its weights, a backward pass
+its own, written without autograd's version check, so that methods without weight stashing
+differentiate with the weights of the backward pass and the activations of the forward pass, as
+PipeDream does. The harness runs one op at a time and every op writes its weights first, so
+micro-batches in flight share the tensor safely. A parameter shared between two stages is refused
+(each stage is its own block of w). Forward activations stay the modules' tensors, on their
+device, between stages (the harness holds them, python/stage_model_objective.hpp); the loss's
+and the backward passes' activation gradients cross into the harness, whose checkpoints keep them.
 
 Initial point: the modules' own parameters as handed over (every seed starts there), or, with
 init="reset", each submodule's reset_parameters() under torch.manual_seed(seed).
@@ -29,9 +30,10 @@ the metrics measure (validation_loss runs in eval mode, without dropout).
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
-from torch.func import functional_call
 
 from ._stale import ConfigError
 from .model import StageModel, batch_offsets
@@ -80,21 +82,28 @@ class TorchStages(StageModel):
         # inputs, token ids, stay float64 on the way: exact up to 2^53, not float32's 2^24)
         self.activation_dtype = "float32" if dtype == torch.float32 and torch.is_floating_point(torch.as_tensor(data[0][:1])) else "float64"
         self.init = init
-        self.modules = [m.to(device=self.device, dtype=dtype).train() for m in modules]
-        self.stages = len(modules)
-        self._names, self._shapes, self._sizes = [], [], []
-        for s, mod in enumerate(self.modules):
+        seen = {}
+        for s, mod in enumerate(modules):
             named = list(mod.named_parameters())
             for pname, p in named:
                 if not p.requires_grad:
                     raise ConfigError(f"stale.torch: stage {s}'s parameter '{pname}' does not require grad; stale trains "
                                       "every parameter of a stage: set requires_grad=True, or make it a buffer")
+                if id(p) in seen and seen[id(p)] != s:
+                    raise ConfigError(f"stale.torch: stage {s}'s parameter '{pname}' is also a parameter of stage "
+                                      f"{seen[id(p)]}; every stage is its own block of w: give each stage its own copy")
+                seen[id(p)] = s
             if not named:
                 raise ConfigError(f"stale.torch: stage {s} ({type(mod).__name__}) has no parameters; every stage is a "
                                   "block of w: merge it into a neighbouring stage")
-            self._names.append([n for n, _ in named])
-            self._shapes.append([p.shape for _, p in named])
-            self._sizes.append([p.numel() for _, p in named])
+        # the adapter works on its own copies: the modules handed over keep their parameters
+        # (every run starts there) and their dtype and device
+        self.modules = [copy.deepcopy(m).to(device=self.device, dtype=dtype).train() for m in modules]
+        self.stages = len(modules)
+        self._params, self._flat = [None] * self.stages, [None] * self.stages
+        for s in range(self.stages):
+            self._bind(s)
+        self._initial = [flat.clone() for flat in self._flat]
         self._dropout = [any(isinstance(x, _DROPOUT) for x in mod.modules()) for mod in self.modules]
         X, y = data
         self.X = torch.as_tensor(X, device=self.device)
@@ -135,12 +144,15 @@ class TorchStages(StageModel):
     def initial_params(self, seed: int):
         if self.init == "reset":
             torch.manual_seed(int(seed))
-            for mod in self.modules:
+            for s, mod in enumerate(self.modules):
                 for sub in mod.modules():
                     if hasattr(sub, "reset_parameters"):
                         sub.reset_parameters()
-        return [torch.cat([p.detach().reshape(-1) for p in mod.parameters()]).to(torch.float64).cpu().numpy()
-                for mod in self.modules]
+                self._bind(s)  # a reset_parameters() may have made new parameters
+            blocks = self._flat
+        else:
+            blocks = self._initial
+        return [b.detach().to(torch.float64, copy=True).cpu().numpy() for b in blocks]
 
     def batch_rows(self, m: int) -> int:
         return int(self.offsets[m + 1] - self.offsets[m])
@@ -159,14 +171,26 @@ class TorchStages(StageModel):
     def _tensor(self, a: np.ndarray, dtype=None) -> torch.Tensor:
         return torch.from_numpy(a).to(device=self.device, dtype=dtype or self.dtype)
 
-    def _params(self, s: int, flat: torch.Tensor) -> dict:
-        out, off = {}, 0
-        for name, shape, n in zip(self._names[s], self._shapes[s], self._sizes[s]):
-            out[name] = flat[off:off + n].view(shape)
-            off += n
-        return out
+    def _bind(self, s: int):
+        """stage s's parameters become views of one flat tensor that holds their values"""
+        params = [p for _, p in self.modules[s].named_parameters()]
+        flat = torch.cat([p.detach().reshape(-1) for p in params])
+        off = 0
+        for p in params:
+            p.data = flat[off:off + p.numel()].view(p.shape)
+            off += p.numel()
+        self._params[s], self._flat[s] = params, flat
 
-    def _call(self, s: int, m: int, params: dict, x: torch.Tensor) -> torch.Tensor:
+    def _load(self, s: int, w_s: np.ndarray):
+        """w_s into stage s's parameters (their flat tensor), outside autograd's view: a tensor a
+        pending backward pass saved sees the values of the pass that reads it next. To a GPU in
+        float64, cast there (a host-side cast of a large block is one slow thread)."""
+        src = torch.from_numpy(np.asarray(w_s))
+        if self.device.type != "cpu":
+            src = src.to(self.device)
+        self._flat[s].data.copy_(src)
+
+    def _call(self, s: int, m: int, x: torch.Tensor) -> torch.Tensor:
         if self._dropout[s] and self.modules[s].training:
             cuda = self.device.type == "cuda"
             with torch.random.fork_rng(devices=[self.device] if cuda else []):
@@ -176,30 +200,26 @@ class TorchStages(StageModel):
                     torch.cuda.manual_seed(_stream(self.seed, s, m))
                 else:
                     torch.random.default_generator.manual_seed(_stream(self.seed, s, m))
-                return functional_call(self.modules[s], params, (x,))
-        return functional_call(self.modules[s], params, (x,))
+                return self.modules[s](x)
+        return self.modules[s](x)
 
     def forward(self, s: int, m: int, x, w_s: np.ndarray):
         x_t = self._activation(x, s)
         if s > 0:
             x_t.requires_grad_(True)
-        # the one copy of w_s (see above); to a GPU in float64, cast there (a host-side cast of
-        # a large block is one slow thread)
-        if self.device.type == "cpu":
-            flat = torch.tensor(w_s, dtype=self.dtype)
-        else:
-            flat = torch.from_numpy(w_s).to(self.device).to(self.dtype)
-        flat.requires_grad_(True)
-        out = self._call(s, m, self._params(s, flat), x_t)
-        return out.detach(), (x_t, flat, out)
+        self._load(s, w_s)
+        out = self._call(s, m, x_t)
+        return out.detach(), (x_t, out)
 
     def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
-        x_t, flat, out = cache
-        flat.data.copy_(torch.from_numpy(w_s))  # the backward pass's weights; autograd's saved views see them
-        inputs = [flat, x_t] if x_t.requires_grad else [flat]
+        x_t, out = cache
+        self._load(s, w_s)  # the backward pass's weights; autograd's saved parameters see them
+        params = self._params[s]
+        inputs = params + [x_t] if x_t.requires_grad else params
         grads = torch.autograd.grad(out, inputs, self._tensor(grad_out).view(out.shape), allow_unused=True)
-        g_w = grads[0] if grads[0] is not None else torch.zeros_like(flat)
-        g_in = grads[1] if len(grads) > 1 else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
+        g_w = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
+        g_w = g_w[0].reshape(-1) if len(g_w) == 1 else torch.cat([g.reshape(-1) for g in g_w])
+        g_in = grads[len(params)] if len(grads) > len(params) else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
         return g_w.detach().cpu().numpy(), (g_in.detach().cpu().numpy() if g_in is not None else None)
 
     def loss(self, m: int, last):
@@ -216,8 +236,8 @@ class TorchStages(StageModel):
             try:
                 a = Xv
                 for s, w_s in enumerate(blocks):
-                    flat = torch.as_tensor(np.asarray(w_s), device=self.device).to(self.dtype)
-                    a = functional_call(self.modules[s], self._params(s, flat), (a,))
+                    self._load(s, w_s)
+                    a = self.modules[s](a)
                 return float(self.loss_fn(a, yv))
             finally:
                 for mod in self.modules:

@@ -91,6 +91,11 @@ def test_the_modules_own_parameters_are_the_initial_point_and_are_not_touched():
     for p, q in zip(net.parameters(), before):
         assert torch.equal(p.detach(), q)
     assert r.status == "ok" and r.series("loss")[-1] < r.series("loss")[0]
+    # the adapter trains copies: the float32 modules handed over stay float32 beside a float64 run
+    assert all(p.dtype == q.dtype == torch.float32 for p, q in zip(net.parameters(), before))
+    # a second run of one model starts from the modules' point again, not where the first ended
+    again = stale.run({**RUN, "method.name": "1f1b-flush", "method.updates": 48, "log.every": 8}, model=model)
+    np.testing.assert_array_equal(again.iterates[-1], r.iterates[-1])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -164,6 +169,10 @@ def test_bad_modules_and_data_are_one_line_config_errors(tmp_path):
         st.TorchStages(mlp(), (X, y[:-1]), torch.nn.functional.cross_entropy, batch_size=8)
     with pytest.raises(stale.ConfigError, match=r"stage 1 \(Tanh\) has no parameters"):
         st.TorchStages([torch.nn.Linear(6, 3), torch.nn.Tanh()], data(), torch.nn.functional.cross_entropy, batch_size=8)
+    shared = torch.nn.Linear(6, 6)  # one parameter in two stages: two blocks of w cannot be one tensor
+    with pytest.raises(stale.ConfigError, match=r"stage 1's parameter 'weight' is also a parameter of stage 0") as e:
+        st.TorchStages([shared, shared, torch.nn.Linear(6, 3)], data(), torch.nn.functional.cross_entropy, batch_size=8)
+    assert "\n" not in str(e.value)
 
     class Growing(torch.nn.Module):  # its output widens after a few calls
         def __init__(self):
