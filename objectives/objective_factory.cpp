@@ -172,20 +172,28 @@ const bool quadratic = ObjectiveRegistry::add(
       {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
      make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true,
-     /*fixed_hessian=*/true});
+     /*fixed_hessian=*/true, /*generates_text=*/false, ArrayData::Targets});
 const bool logistic = ObjectiveRegistry::add(
     {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton; nonconvex with objective.nonconvex_reg", 1,
      {"objective.generator", "objective.l2", "objective.nonconvex_reg"},
      {{"synthetic", {"objective.dim", "objective.samples"}},
       {"libsvm", {"objective.data", "objective.data_dir", "objective.storage"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
-     make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true});
+     make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true,
+     /*fixed_hessian=*/false, /*generates_text=*/false, ArrayData::Labels});
 
 }  // namespace
 
 const ObjectiveEntry& objective_entry(const std::string& name) {
   if (const ObjectiveEntry* e = ObjectiveRegistry::find(name)) return *e;
   config_error("objective.name", "\"" + name + "\" is not valid; choose one of: " + ObjectiveRegistry::names_text());
+}
+
+std::string objectives_taking_arrays() {
+  std::string names;
+  for (const ObjectiveEntry& e : ObjectiveRegistry::entries())
+    if (e.array_data != ArrayData::None) names += (names.empty() ? "" : " or ") + e.name;
+  return names;
 }
 
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {

@@ -33,6 +33,8 @@ struct FootprintContext {
   double in_flight = 1;  // micro-batches whose activations are held at once (S for schedule methods)
 };
 
+enum class ArrayData { None, Targets, Labels };
+
 struct ObjectiveEntry {
   std::string name;
   std::string summary;
@@ -53,10 +55,16 @@ struct ObjectiveEntry {
   // its objectives are text models (Objective::text_model()): `stale sample` generates from
   // its runs
   bool generates_text = false;
+  // what arrays X, y handed over from Python are to it (stale.run(X=, y=), stale.objective):
+  // nothing (it takes none), real targets, or ±1 class labels (checked as such)
+  ArrayData array_data = ArrayData::None;
 };
 
 using ObjectiveRegistry = Registry<ObjectiveEntry>;
 
 const ObjectiveEntry& objective_entry(const std::string& name);
+
+// the objectives whose entries take arrays X, y, as text: "quadratic or logistic"
+std::string objectives_taking_arrays();
 
 }  // namespace stale

@@ -27,6 +27,7 @@
 #include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/linear/linear_model_cpu_sparse.hpp"
 #include "objectives/objective_factory.hpp"
+#include "objectives/objective_registry.hpp"
 #include "python/stage_model_objective.hpp"
 #include "src/backend/backend.hpp"
 #include "src/commands/component_catalog.hpp"
@@ -429,8 +430,9 @@ nb::dict stability(const std::string& path, const std::string& text, const std::
 nb::dict objective_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
   Config cfg = make_config(path, text, overrides);
   const std::string name = cfg.get_string("objective.name");
-  if (name != "quadratic" && name != "logistic")
-    config_error("objective.name", "\"" + name + "\": stale.objective returns the data of the linear models (quadratic, logistic)");
+  if (objective_entry(name).array_data == ArrayData::None)
+    config_error("objective.name", "\"" + name + "\": stale.objective returns the data of the objectives that take arrays X, y (" +
+                                       objectives_taking_arrays() + ")");
   std::unique_ptr<Objective> f;
   {
     Released r;

@@ -4,6 +4,7 @@
 
 #include "objectives/data/data_file.hpp"
 #include "objectives/objective_factory.hpp"
+#include "objectives/objective_registry.hpp"
 #include "objectives/python_model_entry.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
@@ -46,8 +47,8 @@ void describe_arrays(Config& cfg) {
                                             "\" generates its own data; with arrays X, y leave it unset or \"file\"");
   if (cfg.get_string("objective.data").empty()) cfg.apply_override("objective.data=\"<arrays passed from Python>\"");
   const std::string& name = cfg.get_string("objective.name");
-  if (name != "logistic" && name != "quadratic")
-    config_error("objective.name", "\"" + name + "\": arrays X, y are data of the linear models; choose quadratic or logistic");
+  if (objective_entry(name).array_data == ArrayData::None)
+    config_error("objective.name", "\"" + name + "\" takes no arrays X, y; choose " + objectives_taking_arrays());
 }
 
 void prepare_resume(const RunRequest& req, PreparedRun& p) {
@@ -115,7 +116,7 @@ PreparedRun prepare_run(const RunRequest& req) {
 
 std::shared_ptr<const Objective> objective_of_arrays(const Config& cfg, std::shared_ptr<LinearData> data) {
   const Index n = data->n(), d = data->d();
-  check_linear_data(*data, "X, y", cfg.get_string("objective.name") == "logistic");
+  check_linear_data(*data, "X, y", objective_entry(cfg.get_string("objective.name")).array_data == ArrayData::Labels);
   data->description = "arrays n=" + std::to_string(n) + " d=" + std::to_string(d);
   const Index bs = cfg.get_int("objective.batch_size");
   if (bs > data->n())

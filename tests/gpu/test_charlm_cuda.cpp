@@ -21,6 +21,7 @@
 #include "objectives/charlm/charlm_cpu.hpp"
 #include "objectives/charlm/charlm_cuda.hpp"
 #include "objectives/charlm/charlm_cuda_engine.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/support/gpu_test_util.hpp"
 
 TEST_SUITE_BEGIN("gpu");
@@ -227,19 +228,9 @@ TEST_CASE("CharLmCudaStagewisePipelineEqualsMonolithic") {
 
 TEST_CASE("CharLmCudaFromConfig") {
   if (!charlm_gpu() || !test::have_data_file("tinyshakespeare.txt")) return;
-  Config cfg = Config::from_string(R"(
-seed = 1
-backend = "cuda"
-precision = "float32"
-[objective]
-name = "charlm"
-embedding = 32
-heads = 4
-context = 16
-batch_size = 4
-stages = 3
-samples = 64
-)", "charlm_cuda.toml");
+  Config cfg = Config::from_string("seed = 1\nbackend = \"cuda\"\nprecision = \"float32\"\n" +
+                                       test::small_charlm_objective_toml(3),
+                                   "charlm_cuda.toml");
   auto f = make_objective(cfg, BackendKind::Cuda);
   CHECK(f->name() == "charlm");
   CHECK(f->backend() == "cuda");

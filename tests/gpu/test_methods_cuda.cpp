@@ -12,6 +12,7 @@
 #include "objectives/charlm/charlm_cuda_engine.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/run/runner.hpp"
+#include "tests/support/configs.hpp"
 #include "tests/support/gpu_test_util.hpp"
 
 using namespace stale;
@@ -79,17 +80,7 @@ TEST_CASE("EveryRegisteredMethodRunsOnTheCudaCharLmAsOnTheCpuTwin") {
   double worst_w = 0, worst_loss = 0;
   for (const auto& m : MethodRegistry::entries()) {
     CAPTURE(m.name);
-    Config cfg = Config::from_string(R"(
-seed = 2
-precision = "float32"
-[objective]
-name = "charlm"
-embedding = 32
-heads = 4
-context = 16
-batch_size = 4
-stages = 4
-samples = 64
+    Config cfg = Config::from_string("seed = 2\nprecision = \"float32\"\n" + test::small_charlm_objective_toml(4) + R"(
 [method]
 lr = 0.1
 updates = 160

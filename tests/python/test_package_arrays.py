@@ -88,6 +88,22 @@ def test_bad_arrays_are_config_errors():
         stale.run(cfg, X=X[:, :2], y=y)
 
 
+def test_which_objectives_take_arrays_is_the_registrys_answer():
+    """ObjectiveEntry::array_data decides (not a list of names): the refusal of an objective
+    without it names exactly the entries that take arrays, and stale.objective agrees."""
+    X, y, _ = data()
+    with pytest.raises(stale.ConfigError, match=r'objective.name.*"robust" takes no arrays X, y; choose quadratic or logistic') as e:
+        stale.run({**CONFIGS["quadratic"], "objective": {**CONFIGS["quadratic"]["objective"], "name": "robust"}}, X=X, y=y)
+    assert "\n" not in str(e.value)
+    with pytest.raises(stale.ConfigError, match=r"stale.objective returns the data of the objectives that take arrays X, y "
+                                                r"\(quadratic or logistic\)"):
+        stale.objective({"objective": {"name": "robust", "dim": 8, "samples": 64, "batch_size": 8, "stages": 2}})
+    # a real (not ±1) y is refused only where the entry says its labels are classes
+    stale.run({**CONFIGS["quadratic"], "method": {**CONFIGS["quadratic"]["method"], "updates": 8}}, X=X, y=y)
+    with pytest.raises(stale.ConfigError, match="not binary"):
+        stale.run(CONFIGS["logistic"], X=X, y=y)
+
+
 def test_objective_data_round_trip(tmp_path):
     """stale.objective returns the data a config's runs optimise: fed back as arrays, they
     give the same run bit for bit, and the constants are those of the run."""

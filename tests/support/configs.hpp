@@ -37,4 +37,11 @@ inline std::string tiny_charlm_toml(int updates) {
          std::to_string(updates) + "\n[log]\nevery = 10\nexact_mean = false\nprogress = false\n";
 }
 
+// the [objective] table of the small GPT the CUDA suites compare with the cpu twin: E = 32,
+// 4 heads, T = 16, batch 4, 64 training windows of Tiny Shakespeare, in `stages` stages
+inline std::string small_charlm_objective_toml(int stages) {
+  return "[objective]\nname = \"charlm\"\nembedding = 32\nheads = 4\ncontext = 16\nbatch_size = 4\nstages = " +
+         std::to_string(stages) + "\nsamples = 64\n";
+}
+
 }  // namespace stale::test
