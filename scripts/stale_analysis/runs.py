@@ -250,7 +250,9 @@ def open_h5(path: str, what: str = "HDF5 file"):
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        if "already open for write" not in str(e) and "lock" not in str(e):
+        # the writer's SWMR flag, or its file lock before SWMR starts; not any "lock": a truncated
+        # file's message names its "sblock", and an SWMR open reads a truncated file as one that lacks objects
+        if "already open for write" not in str(e) and "unable to lock file" not in str(e):
             raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
         try:
             return _open_swmr(path)
