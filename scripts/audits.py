@@ -36,7 +36,6 @@ import os
 import sys
 from collections import defaultdict
 
-import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -239,8 +238,7 @@ def audit_paci(d, res):
     for row, run in runs_of(d):
         S, a = int(run.key("objective.stages")), int(run.key("method.accumulation"))
         budget, lr = float(run.key("method.time_budget")), float(run.key("method.lr"))
-        with h5py.File(run.path, "r") as f:
-            measured = f["schedule/max_crossed_measured"][()]
+        measured = run.dataset("schedule/max_crossed_measured")
         bound = [math.ceil((S - 1 - s) / a) for s in range(S)]
         final[(S, a)].append(float(run.metrics["subopt"][-1]))
         if int(run.key("seed")) == 0:

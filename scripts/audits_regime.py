@@ -12,7 +12,6 @@ import os
 import tempfile
 from collections import defaultdict
 
-import h5py
 import numpy as np
 
 from stale_analysis import AnalysisError, fit_exponent_seeds_points, is_diverged, load_run, read_index, runner
@@ -54,8 +53,7 @@ def theory_of(config, overrides):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "probe.h5")
         runner.run(STALE, config, *overrides, "method.updates=1", "log.progress=false", out=out)
-        with h5py.File(out, "r") as f:
-            return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["theory"].attrs.items()}
+        return load_run(out).theory
 
 
 def fmt(v):
@@ -385,8 +383,7 @@ def plan_tuned(out_toml):
             out = os.path.join(tmp, f"pilot{S}.h5")
             runner.run(STALE, base, f"objective.stages={S}", f"delay.max={pd_delta(S)}", f"method.lr={1 / L!r}",
                        f"method.updates={TR_PILOT_K}", out=out)
-            with h5py.File(out, "r") as f:
-                G = float(f["theory"].attrs["G"])
+            G = float(load_run(out).theory["G"])
             notes.append(f"#   S = {S}: δ = {pd_delta(S)}, pilot G = {G:.6g}")
             for K in TR_K:
                 lr = min(1 / L, math.sqrt(2 * D0 / (L * G * G * K)))

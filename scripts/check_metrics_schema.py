@@ -5,7 +5,10 @@ src/io/metrics_schema.cpp) must equal schema.py's METRICS and INDEX_COLUMNS fiel
 (name, dtype, unit, description) and in order; then a two-run sweep of a tiny least-squares
 problem in a temporary folder must write exactly those /metrics datasets, with those dtypes
 and with `unit` and `description` attributes equal to the table, and index.csv's header must
-be INDEX_LEADING + the axis + INDEX_TRAILING. Exit 1 and one line per difference; run by ctest.
+be INDEX_LEADING + the axis + INDEX_TRAILING; a schedule file (`stale schedule`) must carry the
+schema_version the readers accept. The files are read with h5py itself, not through the readers
+(stale_analysis.runs), which refuse a file of another schema version instead of saying what
+differs. Exit 1 and one line per difference; run by ctest.
 
     python3 scripts/check_metrics_schema.py [STALE_BIN]
 """
@@ -20,7 +23,8 @@ import h5py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from stale_analysis.schema import INDEX_COLUMNS, INDEX_LEADING, INDEX_TRAILING, METRICS, RUN_SCHEMA_VERSION  # noqa: E402
+from stale_analysis.schema import (INDEX_COLUMNS, INDEX_LEADING, INDEX_TRAILING, METRICS, RUN_SCHEMA_VERSION,  # noqa: E402
+                                   SCHEDULE_SCHEMA_VERSION)
 
 BASE = """[objective]
 name = "quadratic"
@@ -81,9 +85,17 @@ def main():
             have = {name: f["metrics"][name].dtype.name for name in f["metrics"]}
             attrs = {name: {k: f["metrics"][name].attrs.get(k) for k in ("unit", "description")} for name in f["metrics"]}
             written_version = int(f.attrs.get("schema_version", -1))
+        schedule = os.path.join(tmp, "schedule.h5")
+        subprocess.run([stale, "schedule", "pipedream", "--stages", "2", "--microbatches", "4", "--out", schedule],
+                       check=True, stdout=subprocess.DEVNULL)
+        with h5py.File(schedule, "r") as f:
+            schedule_version = int(f.attrs.get("schema_version", -1))
     if written_version != RUN_SCHEMA_VERSION:
         problems.append(f"the binary writes run files of schema_version {written_version}; schema.py's "
                         f"RUN_SCHEMA_VERSION (what the readers accept) is {RUN_SCHEMA_VERSION}")
+    if schedule_version != SCHEDULE_SCHEMA_VERSION:
+        problems.append(f"the binary writes schedule files of schema_version {schedule_version}; schema.py's "
+                        f"SCHEDULE_SCHEMA_VERSION (what open_schedule accepts) is {SCHEDULE_SCHEMA_VERSION}")
     table = {m.name: m.dtype for m in METRICS}
     for name in sorted(set(have) - set(table)):
         problems.append(f"/metrics/{name} ({have[name]}) is written but not in scripts/stale_analysis/schema.py")
@@ -102,7 +114,7 @@ def main():
         print(f"check_metrics_schema: {p}", file=sys.stderr)
     if not problems:
         print(f"check_metrics_schema: {len(table)} metric series (with units and descriptions) and {len(want)} index "
-              "columns agree with the binary")
+              "columns and the run and schedule files' schema versions agree with the binary")
     return 1 if problems else 0
 
 

@@ -21,23 +21,21 @@ import sys
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from stale_analysis import AnalysisError, provenance, run_cli, runner  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis import AnalysisError, open_schedule, provenance, run_cli, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def read_delays(path):
-    with h5py.File(path, "r") as f:
-        a = f["delay_summary"].attrs
-        if int(a["steady_updates"]) == 0:
-            raise AnalysisError(f"{path}: no steady-state updates (more micro-batches needed)")
-        return int(a["steady_max_delay"]), float(a["steady_mean_delay"])
+    a = open_schedule(path).group_attrs("delay_summary")
+    if int(a["steady_updates"]) == 0:
+        raise AnalysisError(f"{path}: no steady-state updates (more micro-batches needed)")
+    return int(a["steady_max_delay"]), float(a["steady_mean_delay"])
 
 
 def main(argv=None):

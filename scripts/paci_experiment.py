@@ -33,7 +33,6 @@ import time
 import tomllib
 from collections import defaultdict
 
-import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -176,13 +175,12 @@ def select(cfgs, y, lm, rule="stable"):
 
 
 def schedule_facts(run):
-    with h5py.File(run.path, "r") as f:
-        g = f["schedule"]
-        return {"bubble": float(g.attrs["bubble_fraction"]), "makespan": float(g.attrs["makespan"]),
-                "peak_inflight": [int(x) for x in g["peak_inflight"][()]],
-                "peak_versions": [int(x) for x in g["peak_versions"][()]],
-                "crossed": [int(x) for x in g["max_crossed_measured"][()]],
-                "microbatches": int(g.attrs["microbatches"]), "updates": int(run.metrics["k"][-1])}
+    a = run.group_attrs("schedule")
+    return {"bubble": float(a["bubble_fraction"]), "makespan": float(a["makespan"]),
+            "peak_inflight": [int(x) for x in run.dataset("schedule/peak_inflight")],
+            "peak_versions": [int(x) for x in run.dataset("schedule/peak_versions")],
+            "crossed": [int(x) for x in run.dataset("schedule/max_crossed_measured")],
+            "microbatches": int(a["microbatches"]), "updates": int(run.metrics["k"][-1])}
 
 
 SETTINGS = [("logistic", "sgd"), ("logistic", "adamw"), ("nesterov", "sgd"), ("nesterov", "adamw"), ("charlm", "adamw")]

@@ -14,7 +14,6 @@ import os
 import sys
 from collections import defaultdict
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
@@ -62,10 +61,8 @@ def drift_table(run):
     n_{k,j} = updates of block j between the forward read of block j by the oldest
     micro-batch of the step's window and update k (the staleness of z_k in block j counted in
     block j's own updates). Returns (stages s_k, matrix n [K, S])."""
-    with h5py.File(run.path, "r") as f:
-        g = f["schedule"]
-        start = g["start"][()]
-        stage, block, kind, mb, flags = (g[x][()] for x in ("stage", "block", "kind", "microbatch", "flags"))
+    start, stage, block, kind, mb, flags = (run.dataset(f"schedule/{x}")
+                                            for x in ("start", "stage", "block", "kind", "microbatch", "flags"))
     order = np.lexsort((np.arange(len(start)), stage, start))
     M = int(mb.max()) + 1
     nb = int(block.max()) + 1

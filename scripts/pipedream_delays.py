@@ -23,14 +23,13 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import h5py
 import matplotlib
 import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from stale_analysis import AnalysisError, provenance, run_cli, runner  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis import AnalysisError, open_schedule, provenance, run_cli, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = ("pipedream", "pipedream-capped")
@@ -47,24 +46,25 @@ def simulate(binary, name, S, path):
 
 
 def read(path):
-    with h5py.File(path, "r") as f:
-        g, a = f["delay_summary"], f["delay_summary"].attrs
-        if int(a["steady_updates"]) == 0:
-            raise AnalysisError(f"{path}: no steady-state updates (more micro-batches needed)")
-        r = {
-            "max": int(a["max_delay"]), "mean": float(a["mean_delay"]),
-            "steady_max": int(a["steady_max_delay"]), "steady_mean": float(a["steady_mean_delay"]),
-            "versions": f["schedule/peak_versions"][:].astype(int).tolist(),
-            "inflight": f["schedule/peak_inflight"][:].astype(int).tolist(),
-        }
-        for k in ("max", "steady_max"):
-            if k in g:
-                r[k + "_pairs"] = g[k][:].astype(int)
-        if "delays" in f:  # where the whole run's largest delay sits: (micro-batch, updated block)
-            rows = f["delays"][:].max(axis=1)
-            hits = np.flatnonzero(rows == rows.max())
-            r["argmax"] = sorted({(int(f["updates/microbatch"][i]), int(f["updates/block"][i])) for i in hits})
-        return r
+    s = open_schedule(path)
+    a = s.group_attrs("delay_summary")
+    if int(a["steady_updates"]) == 0:
+        raise AnalysisError(f"{path}: no steady-state updates (more micro-batches needed)")
+    r = {
+        "max": int(a["max_delay"]), "mean": float(a["mean_delay"]),
+        "steady_max": int(a["steady_max_delay"]), "steady_mean": float(a["steady_mean_delay"]),
+        "versions": s.dataset("schedule/peak_versions").astype(int).tolist(),
+        "inflight": s.dataset("schedule/peak_inflight").astype(int).tolist(),
+    }
+    for k in ("max", "steady_max"):
+        if s.has(f"delay_summary/{k}"):
+            r[k + "_pairs"] = s.dataset(f"delay_summary/{k}").astype(int)
+    if s.has("delays"):  # where the whole run's largest delay sits: (micro-batch, updated block)
+        rows = s.dataset("delays").max(axis=1)
+        hits = np.flatnonzero(rows == rows.max())
+        mb, block = s.dataset("updates/microbatch"), s.dataset("updates/block")
+        r["argmax"] = sorted({(int(mb[i]), int(block[i])) for i in hits})
+    return r
 
 
 def monotone(v):

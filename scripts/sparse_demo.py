@@ -85,15 +85,11 @@ progress = false
         wall = re.search(r"Elapsed \(wall clock\) time.*: (\S+)", out)
         if run.returncode != 0 or not rss:
             sys.exit(f"error: stale run failed (exit {run.returncode}):\n{out}")
-        import h5py  # noqa: E402 (only needed once the run exists)
+        from stale_analysis import load_run  # noqa: E402 (h5py: only needed once the run exists)
 
-        with h5py.File(os.path.join(work, "run.h5"), "r") as h:
-            desc = h["objective"].attrs["description"]
-            desc = desc.decode() if isinstance(desc, bytes) else desc
-            L = float(h["objective"].attrs["L"])
-            fstar = float(h["objective"].attrs["f_star"])
-            method = h["theory"].attrs["f_star_method"]
-            method = method.decode() if isinstance(method, bytes) else method
+        result = load_run(os.path.join(work, "run.h5"))
+        desc, method = result.objective["description"], result.theory["f_star_method"]
+        L, fstar = float(result.objective["L"]), float(result.objective["f_star"])
         dense_gb = args.rows * args.features * 8 / 1e9
         print(f"data: n = {args.rows}, d = {args.features}, nnz = {nnz}; dense X would be {dense_gb:.0f} GB, "
               f"CSR {(12 * nnz + 4 * (args.rows + 1)) / 1e6:.1f} MB")

@@ -35,9 +35,8 @@ import subprocess
 import sys
 import tempfile
 
-import h5py
 import numpy as np
-from stale_analysis import provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis import load_run, provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -79,11 +78,8 @@ def run_one(stale: str, overrides: list[str], gamma: float, updates: int, log_ev
     # divergence criterion to the logged f − f_*
     runner.run(stale, BASE, *overrides, f"method.lr={gamma!r}", f"method.updates={updates}", f"log.every={log_every}",
                "log.divergence=0", out=path, force=True)
-    with h5py.File(path, "r") as f:
-        status = f.attrs["status"]
-        status = status.decode() if isinstance(status, bytes) else status
-        sub = f["metrics"]["subopt"][()]
-        k = f["metrics"]["k"][()]
+    run = load_run(path)
+    status, sub, k = run.status, run.metrics["subopt"], run.metrics["k"]
     os.remove(path)
     finite = np.isfinite(sub)
     diverged = status == "diverged" or bool(np.any(sub[finite] > GROWTH * sub[0])) or not finite.all()

@@ -47,10 +47,9 @@ import time
 import matplotlib
 
 matplotlib.use("Agg")
-import h5py  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from stale_analysis import provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
+from stale_analysis import load_run, provenance, runner  # noqa: E402  (the scripts folder is sys.path[0])
 from stale_analysis.formatting import number  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,16 +80,17 @@ def run_one(stale: str, out: str, obj: str, method: str, cond: str, seed: int, e
 
 
 def load(path: str) -> dict:
-    with h5py.File(path, "r") as f:
-        m, dm, th, sc = f["metrics"], f["delay_moments"], f["theory"], f["schedule"]
-        r = {k: m[k][:] for k in ("k", "grad_norm_sq_mean", "bound", "G", "loss", "subopt")}
-        r.update({k: dm[k][:] for k in ("k_end", "mean", "second", "max", "running_max", "count")})
-        r["theory"] = {k: th.attrs[k] for k in ("L", "lr", "Delta0", "S", "delta", "delay_model", "lr_within_1_over_L")}
-        r["durations"] = sc["end"][:] - sc["start"][:]
-        r["op_kind"] = sc["kind"][:]
-        r["makespan"] = float(np.max(sc["end"][:]))
-        r["status"] = f.attrs["status"]
-        r["final_w"] = f["iterates"][-1] if "iterates" in f and f["iterates"].shape[0] else None
+    run = load_run(path)
+    r = {k: run.metrics[k] for k in ("k", "grad_norm_sq_mean", "bound", "G", "loss", "subopt")}
+    r.update({k: run.dataset(f"delay_moments/{k}") for k in ("k_end", "mean", "second", "max", "running_max", "count")})
+    r["theory"] = {k: run.theory[k] for k in ("L", "lr", "Delta0", "S", "delta", "delay_model", "lr_within_1_over_L")}
+    end = run.dataset("schedule/end")
+    r["durations"] = end - run.dataset("schedule/start")
+    r["op_kind"] = run.dataset("schedule/kind")
+    r["makespan"] = float(np.max(end))
+    r["status"] = run.status
+    w = run.dataset("iterates") if run.has("iterates") else ()
+    r["final_w"] = w[-1] if len(w) else None
     return r
 
 

@@ -7,7 +7,8 @@ thin command lines over this package, so a rule (what counts as diverged, how ru
 grouped, how values sort) is written once and every figure and table follows it.
 """
 from .errors import AnalysisError, run_cli, warn
-from .runs import DIVERGENCE_FACTOR, Run, divergence_reason, is_diverged, load_run, load_runs, open_h5
+from .runs import (DIVERGENCE_FACTOR, Run, ScheduleFile, divergence_reason, is_diverged, load_run, load_runs,
+                   open_h5, open_schedule)
 from .grouping import Group, filter_runs, group_runs, parse_keys, parse_where, sort_key
 from .sweeps import axes_of, find_sweep, group_rows, mean_curve, read_index
 from .stepsize import THRESHOLDS, choose, grid_edge, is_stable, select, tail_stats
@@ -17,7 +18,8 @@ from .schema import INDEX_RESULTS, METRIC_NAMES, METRICS, Metric, axis_label, me
 
 __all__ = [
     "AnalysisError", "run_cli", "warn",
-    "DIVERGENCE_FACTOR", "Run", "divergence_reason", "is_diverged", "load_run", "load_runs", "open_h5",
+    "DIVERGENCE_FACTOR", "Run", "ScheduleFile", "divergence_reason", "is_diverged", "load_run", "load_runs", "open_h5",
+    "open_schedule",
     "Group", "filter_runs", "group_runs", "parse_keys", "parse_where", "sort_key",
     "axes_of", "find_sweep", "group_rows", "mean_curve", "read_index",
     "THRESHOLDS", "choose", "grid_edge", "is_stable", "select", "tail_stats",

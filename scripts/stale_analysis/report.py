@@ -33,7 +33,7 @@ import numpy as np
 from .bound import bound_runs, delta_text, method_table, plot_bound
 from .errors import AnalysisError, run_cli
 from .grouping import fmt_value, sort_key
-from .runs import flatten, load_run
+from .runs import flatten, load_run, open_h5
 from .stepsize import select
 from .sweeps import axes_of, group_rows, mean_curve, read_index
 
@@ -127,14 +127,11 @@ def stored_text(path: str, sweep_dir: str) -> tuple[str | None, str]:
 
 
 def index_attrs(sweep_dir: str) -> dict:
-    p = os.path.join(sweep_dir, "index.h5")
-    if not os.path.exists(p):
-        return {}
-    import h5py
+    # without index.h5 (missing or unreadable) the report still renders, without the sweep's files
     try:
-        with h5py.File(p, "r") as f:
+        with open_h5(os.path.join(sweep_dir, "index.h5"), "sweep index") as f:
             return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
-    except OSError:
+    except AnalysisError:
         return {}
 
 

@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 
 from .errors import AnalysisError
-from .schema import METRIC_NAMES, RUN_SCHEMA_VERSION
+from .schema import METRIC_NAMES, RUN_SCHEMA_VERSION, SCHEDULE_SCHEMA_VERSION
 
 # A run whose final f − f_* (or loss, when f_* is unknown) exceeds this multiple of its start
 # value diverged, whatever its status says (the harness's own threshold, issue #13).
@@ -37,8 +37,8 @@ def _text(v):
 _DAMAGE = (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError)
 
 
-def damaged(path: str, e: Exception) -> AnalysisError:
-    return AnalysisError(f"{path}: a damaged or foreign run file ({type(e).__name__}: {e})")
+def damaged(path: str, e: Exception, what: str = "run file") -> AnalysisError:
+    return AnalysisError(f"{path}: a damaged or foreign {what} ({type(e).__name__}: {e})")
 
 
 def number(path: str, value, what: str) -> float:
@@ -91,22 +91,66 @@ class _Metrics(Mapping):
         return len(self._names)
 
 
-class Run:
+def _attrs(node) -> dict:
+    return {k: _text(v) for k, v in node.attrs.items()}
+
+
+_REQUIRED = object()
+
+
+class _Objects:
+    """A file's groups and datasets besides /metrics, by their path in the file
+    ('delay_summary', 'schedule/start'), each read on the call that asks for it and not kept:
+    an op table or the iterates can be large, and a figure holds hundreds of runs. An object
+    the file lacks, or one h5py cannot read, is an AnalysisError naming the file."""
+
+    path: str
+    what: str  # the kind of file, for the errors
+
+    def _read(self, name: str, kind: type, read, absent=_REQUIRED):
+        with open_h5(self.path, f"HDF5 {self.what}") as f:
+            try:
+                node = f.get(name)
+                if node is None:
+                    if absent is not _REQUIRED:
+                        return absent
+                    raise AnalysisError(f"{self.path}: no /{name.strip('/')} in this {self.what}")
+                if not isinstance(node, kind):
+                    raise AnalysisError(f"{self.path}: /{name.strip('/')} is not a "
+                                        f"{'group' if kind is h5py.Group else 'dataset'} (a damaged {self.what}?)")
+                return read(node)
+            except _DAMAGE as e:
+                raise damaged(self.path, e, self.what) from None
+
+    def has(self, name: str) -> bool:
+        with open_h5(self.path, f"HDF5 {self.what}") as f:
+            try:
+                return name in f
+            except _DAMAGE as e:
+                raise damaged(self.path, e, self.what) from None
+
+    def dataset(self, name: str) -> np.ndarray:
+        """the whole dataset at `name`, e.g. run.dataset('schedule/start')"""
+        return self._read(name, h5py.Dataset, lambda d: d[()])
+
+    def group_attrs(self, name: str) -> dict:
+        """the attributes of the group at `name` ('/': the root), text decoded"""
+        return self._read(name, h5py.Group, _attrs)
+
+
+class Run(_Objects):
     """One run file: its status, resolved config, /metrics (read series by series, on first
-    use) and the attributes of the root, /theory and /objective (read on first use)."""
+    use), the attributes of the root, /theory and /objective (read on first use), and any
+    other group or dataset through has, dataset and group_attrs (read at each call)."""
+
+    what = "run file"
 
     def __init__(self, path: str, config_text: str, status: str, metrics: Mapping):
         self.path, self._config_text, self.status, self.metrics = path, config_text, status, metrics
 
-    def _read_attrs(self, group: str | None) -> dict:
-        with open_h5(self.path, "HDF5 run file") as f:
-            try:
-                node = f if group is None else f.get(group)
-                if node is None:
-                    return {}
-                return {k: _text(v) for k, v in node.attrs.items() if not (group is None and k == "config")}
-            except _DAMAGE as e:
-                raise damaged(self.path, e) from None
+    def _read_attrs(self, group: str) -> dict:
+        # a file without /theory or /objective reads as having no constants (the callers' .get defaults)
+        return self._read(group, h5py.Group, _attrs, absent={})
 
     @cached_property
     def config(self) -> dict:
@@ -125,7 +169,7 @@ class Run:
 
     @cached_property
     def attrs(self) -> dict:
-        return self._read_attrs(None)
+        return {k: v for k, v in self._read_attrs("/").items() if k != "config"}
 
     @cached_property
     def flat(self) -> dict:
@@ -206,7 +250,9 @@ def open_h5(path: str, what: str = "HDF5 file"):
     try:
         return h5py.File(path, "r")
     except OSError as e:
-        if "already open for write" not in str(e) and "lock" not in str(e):
+        # the writer's SWMR flag, or its file lock before SWMR starts; not any "lock": a truncated
+        # file's message names its "sblock", and an SWMR open reads a truncated file as one that lacks objects
+        if "already open for write" not in str(e) and "unable to lock file" not in str(e):
             raise AnalysisError(f"{path}: not a readable {what} ({e})") from None
         try:
             return _open_swmr(path)
@@ -243,6 +289,35 @@ def load_run(path: str) -> Run:
         except _DAMAGE as e:
             raise damaged(path, e) from None
         return Run(path, config, status, _Metrics(path, names, n))
+
+
+class ScheduleFile(_Objects):
+    """A schedule file (`stale schedule NAME … --out`, src/io/schedule_file.cpp): its root
+    attributes (schedule, stages, microbatches, …) and /schedule, /delay_summary, /delays,
+    /updates and /reads through has, dataset and group_attrs (read at each call)."""
+
+    what = "schedule file"
+
+    def __init__(self, path: str, attrs: dict):
+        self.path, self.attrs = path, attrs
+
+
+def open_schedule(path: str) -> ScheduleFile:
+    """A schedule file's root attributes, its kind and schema version checked: a run file, a
+    foreign file or another layout is an AnalysisError naming the file (no data is read here)."""
+    with open_h5(path, "HDF5 schedule file") as f:
+        try:
+            attrs = _attrs(f)
+        except _DAMAGE as e:
+            raise damaged(path, e, "schedule file") from None
+    if attrs.get("file_kind") != "stale schedule":
+        raise AnalysisError(f"{path}: not a stale schedule file (no root attribute file_kind = 'stale schedule'; "
+                            "a run file?)")
+    version = attrs.get("schema_version")
+    if not (isinstance(version, (int, np.integer)) and version == SCHEDULE_SCHEMA_VERSION):
+        raise AnalysisError(f"{path}: schedule file schema_version {version}; this version of stale reads "
+                            f"{SCHEDULE_SCHEMA_VERSION} (write it again with `stale schedule`)")
+    return ScheduleFile(path, attrs)
 
 
 def run_paths(paths) -> list[str]:

@@ -20,6 +20,9 @@ from .errors import AnalysisError
 # the run file layout this module reads: the root attribute schema_version that src/io/run_file.cpp
 # writes (kRunFileSchemaVersion); scripts/check_metrics_schema.py compares it with a file the binary writes
 RUN_SCHEMA_VERSION = 1
+# the schedule file's (`stale schedule --out`): the schema_version src/io/schedule_file.cpp writes, compared
+# by the same script
+SCHEDULE_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
