@@ -4,7 +4,6 @@
 #include <map>
 
 #include "objectives/linear/linear_constants_cache.hpp"
-#include "objectives/linear/linear_loss_head.hpp"
 #include "objectives/linear/linear_stage_product.hpp"
 #include "src/core/error.hpp"
 
@@ -64,8 +63,7 @@ void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out) { product_t_parallel(
 template <class Loss>
 LinearModelCpu<Loss>::LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2,
                                      NonconvexRegularizer reg)
-    : data_(std::move(data)), l2_(l2), reg_(reg) {
-  blocks_ = BlockPartition(data_->d(), stages);
+    : Base(std::move(data), stages, l2, reg) {
   const Mat& X = data_->X;
   data_blocks_ = ColumnBlockProducts(X.data(), X.rows(), X.rows(), stage_offsets(blocks_), 0);
   if (static_cast<size_t>(X.size()) * sizeof(double) <= kMaxBatchCopyBytes) {
@@ -83,41 +81,6 @@ const double* LinearModelCpu<Loss>::batch_copy(int m) const {
     for (Index j = 0; j < X.cols(); ++j) std::copy_n(X.data() + off + j * X.rows(), rows, out + j * rows);
   });
   return out;
-}
-
-template <class Loss>
-double LinearModelCpu<Loss>::value(const Vec& w) const {
-  return reg_.added_to(convex_value(w), w);
-}
-
-template <class Loss>
-double LinearModelCpu<Loss>::value_grad(const Vec& w, Vec& grad) const {
-  const double convex = convex_value_grad(w, grad);
-  return reg_.added_to(convex, w, grad);
-}
-
-template <class Loss>
-double LinearModelCpu<Loss>::convex_value(const Vec& w) const {
-  Vec a;
-  gemv_parallel(data_->X, w, a);
-  double f = 0;
-  for (Index i = 0; i < a.size(); ++i) f += data_->weight(i) * Loss::value(a(i), data_->y(i));
-  return f + 0.5 * l2_ * w.squaredNorm();
-}
-
-template <class Loss>
-double LinearModelCpu<Loss>::convex_value_grad(const Vec& w, Vec& grad) const {
-  Vec a;
-  gemv_parallel(data_->X, w, a);
-  double f = 0;
-  Vec r(a.size());
-  for (Index i = 0; i < a.size(); ++i) {
-    f += data_->weight(i) * Loss::value(a(i), data_->y(i));
-    r(i) = data_->weight(i) * Loss::deriv(a(i), data_->y(i));
-  }
-  gemv_t_parallel(data_->X, r, grad);
-  if (l2_ != 0) grad += l2_ * w;
-  return f + 0.5 * l2_ * w.squaredNorm();
 }
 
 // The activation of a batch at z, summed stage by stage exactly as stage_forward does, so
@@ -198,14 +161,6 @@ void LinearModelCpu<Loss>::stage_forward(int s, int m, const Mat& in, ConstVecRe
   const auto Xs = batch_X(m).middleCols(blocks_.offset(s), blocks_.size(s));
   out = in;
   add_product_in_column_order(Xs, w_s.data(), out.col(0).data());  // the same accumulation as staged_activation
-}
-
-template <class Loss>
-double LinearModelCpu<Loss>::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
-  STALE_CHECK(last.cols() == 1, "one activation column");
-  double loss = 0;
-  linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last, &loss);
-  return loss;
 }
 
 template <class Loss>

@@ -10,35 +10,36 @@
 
 #include "objectives/linear/linear_data.hpp"
 #include "objectives/linear/linear_losses.hpp"
+#include "objectives/linear/linear_model_base.hpp"
 #include "objectives/linear/nonconvex_regularizer.hpp"
 #include "objectives/objective.hpp"
 #include "src/core/block_product.hpp"
 
 namespace stale {
 
+// X w and Xᵀ v, split across OpenMP threads when the matrix is large enough to pay
+void gemv_parallel(const Mat& X, const Vec& w, Vec& out);
+void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out);
+
 template <class Loss>
-class LinearModelCpu final : public Objective {
+class LinearModelCpu final : public LinearModelBase<Loss, LinearModelCpu<Loss>> {
+  using Base = LinearModelBase<Loss, LinearModelCpu<Loss>>;
+  using Base::data_, Base::l2_, Base::reg_, Base::blocks_, Base::constants_;
+
  public:
   LinearModelCpu(std::shared_ptr<const LinearData> data, int stages, double l2, NonconvexRegularizer reg = {});
+  using Base::batch_rows, Base::dim, Base::num_batches, Base::stages, Base::value_grad, Base::convex_value_grad;
 
-  std::string name() const override { return Loss::name; }
-  int num_batches() const override { return data_->num_batches(); }
-  Index num_samples() const override { return data_->n(); }
-  Index batch_rows(int m) const override { return data_->batch_offsets[m + 1] - data_->batch_offsets[m]; }
+  // the products f and ∇f over all rows are made of (linear_model_base.hpp)
+  void multiply(const Vec& v, Vec& out) const { gemv_parallel(data_->X, v, out); }
+  void multiply_transpose(const Vec& u, Vec& out) const { gemv_t_parallel(data_->X, u, out); }
 
-  double value(const Vec& w) const override;
-  double value_grad(const Vec& w, Vec& grad) const override;
-  // the convex part alone (data term + (l2/2)‖w‖², without the nonconvex regulariser): what
-  // the constants' solvers minimise (linear_constants.hpp); value and value_grad when λ = 0
-  double convex_value(const Vec& w) const;
-  double convex_value_grad(const Vec& w, Vec& grad) const;
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
   void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
   void batch_block_grad_blocks(const std::vector<const double*>& blocks, int m, int s, VecRef g_s) const override;
 
   void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                      std::unique_ptr<StageCache>& cache) const override;
-  double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const override;
   void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache,
                       VecRef grad_w_s, Mat& grad_in) const override;
 
@@ -50,7 +51,6 @@ class LinearModelCpu final : public Objective {
   void value_grad_many(const Mat& Z, Mat& G, Vec& values) const override;
 
   std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const override;
-  bool cheap_exact_metrics() const override { return true; }
 
   // Lockstep ensembles (linear_model_cpu_ensemble.cpp): a linear stage is X_s W_s for P
   // columns at once, one GEMM (P = 1: the single-point functions above, bit for bit)
@@ -67,9 +67,6 @@ class LinearModelCpu final : public Objective {
   // whether the tracker keeps ∇f through the Hessian (least squares with H at hand)
   bool tracks_through_hessian() const;
 
-  const LinearData& data() const { return *data_; }
-  double l2() const { return l2_; }
-  const NonconvexRegularizer& nonconvex_reg() const { return reg_; }
   // H = Xᵀ diag(c) X + λI, the exact Hessian of the convex part for least squares (the data
   // part's Gram matrix for logistic); computed once on first use, safely when runs of an in-process
   // sweep share the objective
@@ -101,7 +98,6 @@ class LinearModelCpu final : public Objective {
   }
   Vec staged_activation(int m, const Vec& z) const;
   void block_grad_from_activation(Vec r, const double* z_s, int m, int s, VecRef g_s) const;
-  std::shared_ptr<const LinearData> data_;
   // X once more, batch after batch, each batch's rows × d block column-major and contiguous: a
   // mini-batch product reads one stream instead of b values from each of d columns n apart
   // (its cache lines were most of an RPD update's activation at S = 128). Kept while it takes
@@ -111,8 +107,6 @@ class LinearModelCpu final : public Objective {
   std::unique_ptr<double[]> by_batch_;
   std::unique_ptr<std::once_flag[]> by_batch_once_;
   const double* batch_copy(int m) const;
-  double l2_;
-  NonconvexRegularizer reg_;
   ObjectiveConstants convex_constants_;
   mutable Mat gram_;
   mutable std::once_flag gram_once_;
@@ -125,9 +119,5 @@ class LinearModelCpu final : public Objective {
 
 using LeastSquaresCpu = LinearModelCpu<SquaredLoss>;
 using LogisticCpu = LinearModelCpu<LogisticLoss>;
-
-// X w and Xᵀ v, split across OpenMP threads when the matrix is large enough to pay
-void gemv_parallel(const Mat& X, const Vec& w, Vec& out);
-void gemv_t_parallel(const Mat& X, const Vec& v, Vec& out);
 
 }  // namespace stale

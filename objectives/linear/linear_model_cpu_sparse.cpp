@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "objectives/linear/linear_loss_head.hpp"
 #include "src/core/error.hpp"
 
 namespace stale {
@@ -13,9 +12,8 @@ namespace stale {
 template <class Loss>
 LinearModelCpuSparse<Loss>::LinearModelCpuSparse(std::shared_ptr<const LinearData> data, int stages, double l2,
                                                  NonconvexRegularizer reg)
-    : data_(std::move(data)), l2_(l2), reg_(reg) {
+    : Base(std::move(data), stages, l2, reg) {
   STALE_CHECK(data_->sparse() && data_->X_sparse.isCompressed(), "the sparse twin needs compressed CSR data");
-  blocks_ = BlockPartition(data_->d(), stages);
 }
 
 namespace {
@@ -69,41 +67,6 @@ void LinearModelCpuSparse<Loss>::multiply_transpose(const Vec& u, Vec& out) cons
   const double* val = X.valuePtr();
   for (Index i = 0; i < X.rows(); ++i)
     for (int p = outer[i]; p < outer[i + 1]; ++p) out[idx[p]] += u[i] * val[p];
-}
-
-template <class Loss>
-double LinearModelCpuSparse<Loss>::value(const Vec& w) const {
-  return reg_.added_to(convex_value(w), w);
-}
-
-template <class Loss>
-double LinearModelCpuSparse<Loss>::value_grad(const Vec& w, Vec& grad) const {
-  const double convex = convex_value_grad(w, grad);
-  return reg_.added_to(convex, w, grad);
-}
-
-template <class Loss>
-double LinearModelCpuSparse<Loss>::convex_value(const Vec& w) const {
-  Vec a;
-  multiply(w, a);
-  double f = 0;
-  for (Index i = 0; i < a.size(); ++i) f += data_->weight(i) * Loss::value(a(i), data_->y(i));
-  return f + 0.5 * l2_ * w.squaredNorm();
-}
-
-template <class Loss>
-double LinearModelCpuSparse<Loss>::convex_value_grad(const Vec& w, Vec& grad) const {
-  Vec a;
-  multiply(w, a);
-  double f = 0;
-  Vec r(a.size());
-  for (Index i = 0; i < a.size(); ++i) {
-    f += data_->weight(i) * Loss::value(a(i), data_->y(i));
-    r(i) = data_->weight(i) * Loss::deriv(a(i), data_->y(i));
-  }
-  multiply_transpose(r, grad);
-  if (l2_ != 0) grad += l2_ * w;
-  return f + 0.5 * l2_ * w.squaredNorm();
 }
 
 template <class Loss>
@@ -162,14 +125,6 @@ void LinearModelCpuSparse<Loss>::stage_forward(int s, int m, const Mat& in, Cons
   out = in;
   for (Index i = 0; i < out.rows(); ++i)  // the same accumulation as staged_activation
     out(i, 0) += row_slice_dot(off + i, blocks_.offset(s), blocks_.size(s), w_s.data());
-}
-
-template <class Loss>
-double LinearModelCpuSparse<Loss>::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
-  STALE_CHECK(last.cols() == 1, "one activation column");
-  double loss = 0;
-  linear_loss_head<Loss>(*data_, batch_rows(m), m, last, grad_last, &loss);
-  return loss;
 }
 
 template <class Loss>

@@ -20,46 +20,33 @@
 
 #include "objectives/linear/linear_data.hpp"
 #include "objectives/linear/linear_losses.hpp"
+#include "objectives/linear/linear_model_base.hpp"
 #include "objectives/linear/nonconvex_regularizer.hpp"
 #include "objectives/objective.hpp"
 
 namespace stale {
 
 template <class Loss>
-class LinearModelCpuSparse final : public Objective {
+class LinearModelCpuSparse final : public LinearModelBase<Loss, LinearModelCpuSparse<Loss>> {
+  using Base = LinearModelBase<Loss, LinearModelCpuSparse<Loss>>;
+  using Base::data_, Base::l2_, Base::reg_, Base::blocks_, Base::constants_;
+
  public:
   LinearModelCpuSparse(std::shared_ptr<const LinearData> data, int stages, double l2, NonconvexRegularizer reg = {});
+  using Base::batch_rows;
 
-  std::string name() const override { return Loss::name; }
-  int num_batches() const override { return data_->num_batches(); }
-  Index num_samples() const override { return data_->n(); }
-  Index batch_rows(int m) const override { return data_->batch_offsets[m + 1] - data_->batch_offsets[m]; }
-
-  double value(const Vec& w) const override;
-  double value_grad(const Vec& w, Vec& grad) const override;
-  // the convex part alone (without the nonconvex regulariser): what the constants' solvers
-  // minimise (linear_constants_sparse.hpp)
-  double convex_value(const Vec& w) const;
-  double convex_value_grad(const Vec& w, Vec& grad) const;
   double batch_value_grad(const Vec& z, int m, Vec& grad) const override;
   void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override;
 
   void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                      std::unique_ptr<StageCache>& cache) const override;
-  double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const override;
   void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache,
                       VecRef grad_w_s, Mat& grad_in) const override;
 
   std::unique_ptr<IterateTracker> make_tracker(const Vec& w) const override;
-  // a full pass costs O(nnz + d), the order of the dense twin's logistic tracker per read
-  // (Xᵀr is O(n·d) there): log.exact_mean = "auto" keeps the exact mean as the dense twin does
-  bool cheap_exact_metrics() const override { return true; }
   std::string description() const override { return data_->description + " (CSR)"; }
 
-  const LinearData& data() const { return *data_; }
   const SparseRowMat& X() const { return data_->X_sparse; }
-  double l2() const { return l2_; }
-  const NonconvexRegularizer& nonconvex_reg() const { return reg_; }
   // c: the convex part's constants; constants() are f's own (nonconvex_constants)
   void set_constants(const ObjectiveConstants& c) { constants_ = nonconvex_constants(c, reg_); }
 
@@ -77,10 +64,6 @@ class LinearModelCpuSparse final : public Objective {
   // ∇_{w^(s)} of the batch's data term for the per-row derivatives r (the batch's rows), + λ z_s
   // (+ ∇r(z_s))
   void block_grad_from(int m, int s, const Vec& r, ConstVecRef z_s, VecRef g_s) const;
-
-  std::shared_ptr<const LinearData> data_;
-  double l2_;
-  NonconvexRegularizer reg_;
 };
 
 using LeastSquaresCpuSparse = LinearModelCpuSparse<SquaredLoss>;
