@@ -11,6 +11,7 @@
 #include "optimizers/executor_state.hpp"
 #include "optimizers/sampling.hpp"
 #include "src/config/config.hpp"
+#include "src/config/log_params.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/coupled_timeline.hpp"
 #include "src/pipeline/op_source.hpp"
@@ -21,7 +22,7 @@ ExecutorOptions ExecutorOptions::from_config(const Config& cfg, const std::strin
   ExecutorOptions o;
   static_cast<PlanOptions&>(o) = PlanOptions::from_config(cfg, schedule);
   o.method = std::move(method);
-  o.moment_window = cfg.get_int("log.delay_window");
+  o.moment_window = LogParams::from_config(cfg).delay_window;
   return o;
 }
 

@@ -9,6 +9,7 @@
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
 #include "optimizers/update_rule.hpp"
+#include "src/config/log_params.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/pipeline/schedule.hpp"
@@ -142,22 +143,22 @@ ResourceEstimate estimate_resources(const Config& cfg) {
     }
   }
   const bool stale_reads = method.kind != MethodKind::Fresh;
-  if (stale_reads && cfg.get_bool("log.delays"))
+  const LogParams log = LogParams::from_config(cfg);
+  if (stale_reads && log.delays)
     e.memory.push_back({"delay table", "method.updates × objective.stages = " + num(K) + " × " + num(S),
                         std::min(K * S, kMaxDelayEntries) * kDouble});
 
   // the run file
-  const double every = static_cast<double>(cfg.get_int("log.every"));
+  const double every = static_cast<double>(log.every);
   e.disk.push_back({"metrics", "method.updates / log.every = " + num(K) + " / " + num(every),
                     (std::floor(K / every) + 2) * kMetricSeries * kDouble});
-  const int64_t ie = cfg.get_int("log.iterates_every");
-  if (d > 0 && ie != 0) {
-    const double cadence = ie > 0 ? static_cast<double>(ie) : (d <= 4096 ? every : 16 * every);
+  if (d > 0 && log.iterates_every != 0) {
+    const double cadence = static_cast<double>(log.iterate_cadence(static_cast<int64_t>(d)));
     e.disk.push_back({"iterates", "method.updates / log.iterates_every × " + d_keys + " = " + num(K) + " / " +
                                       num(cadence) + " × " + num(d),
                       (std::floor(K / cadence) + 2) * d * kDouble});
   }
-  if (stale_reads && cfg.get_bool("log.delays"))
+  if (stale_reads && log.delays)
     e.disk.push_back({"delay table", "method.updates × objective.stages = " + num(K) + " × " + num(S),
                       std::min(K * S, kMaxDelayEntries) * kDouble});
   return e;
@@ -173,7 +174,8 @@ void check_resources(const Config& cfg, const std::string& run_path) {
 
   namespace fs = std::filesystem;
   std::string path = run_path;
-  if (path.empty()) path = cfg.get_string("log.out").empty() ? "runs/run.h5" : cfg.get_string("log.out");
+  if (path.empty()) path = LogParams::from_config(cfg).out;
+  if (path.empty()) path = "runs/run.h5";
   // the nearest folder that exists: the run's folder may be created later
   fs::path dir = fs::absolute(fs::path(path)).parent_path();
   std::error_code ec;

@@ -7,6 +7,7 @@
 #include "objectives/objective_registry.hpp"
 #include "objectives/python_model_entry.hpp"
 #include "src/backend/backend.hpp"
+#include "src/config/log_params.hpp"
 #include "src/core/error.hpp"
 #include "src/io/run_file.hpp"
 #include "src/checks/config_rules.hpp"
@@ -107,7 +108,7 @@ PreparedRun prepare_run(const RunRequest& req) {
   if (req.arrays) describe_arrays(p.config);
   p.out = req.out;
   p.in_memory = req.keep_in_memory && req.out.empty();
-  p.options.progress = req.progress.value_or(p.config.get_bool("log.progress"));
+  p.options.progress = req.progress.value_or(LogParams::from_config(p.config).progress);
   p.options.overwrite = req.force;
   p.options.continue_checkpoint = req.continue_checkpoint;
   p.options.overrides = req.overrides;

@@ -7,16 +7,16 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "src/config/log_params.hpp"
+
 namespace stale {
 
 class LogCadence {
  public:
-  // iterates_every: −1 auto (every row up to d = 4096, else every 16th), 0 none
+  // iterates_every: −1 auto (LogParams::iterate_cadence), 0 none
   LogCadence(int64_t every, int64_t iterates_every, bool exact_mean, int64_t updates, int64_t dim)
       : every_(every),
-        iterates_every_(iterates_every >= 0 ? iterates_every
-                        : dim <= 4096       ? every
-                                            : 16 * every),
+        iterates_every_(LogParams::resolved_iterate_cadence(every, iterates_every, dim)),
         updates_(updates),
         exact_mean_(exact_mean) {}
 

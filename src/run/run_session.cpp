@@ -14,12 +14,12 @@ namespace stale {
 
 bool RunSession::keeps_delay_table(const Config& cfg, const Objective& f, const RunPlan& plan) {
   // K·S as a quotient, so that an absurd K cannot overflow the product
-  return cfg.get_bool("log.delays") && plan.updates <= RunLog::kMaxDelayEntries / f.stages();
+  return LogParams::from_config(cfg).delays && plan.updates <= RunLog::kMaxDelayEntries / f.stages();
 }
 
 RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
                        const RunPlan& plan, std::chrono::steady_clock::time_point t0)
-    : cfg_(cfg), f_(std::move(objective)), plan_(plan), t0_(t0), progress_(progress) {
+    : cfg_(cfg), log_params_(LogParams::from_config(cfg)), f_(std::move(objective)), plan_(plan), t0_(t0), progress_(progress) {
   res_.path = std::move(path);
 }
 
@@ -55,7 +55,7 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
     forced += (forced.empty() ? "" : "; ") + what;
   }
   auto file = std::make_unique<RunFile>(res_.path, f_->dim(), f_->stages(), keeps_delay_table(cfg, *f_, plan),
-                                        cfg.get_float("log.flush_seconds"));
+                                        log_params_.flush_seconds);
   RunFile& run_file = *file;
   log_ = std::move(file);
   try {
@@ -105,21 +105,17 @@ void RunSession::write_header(const std::string& data_sha, uint64_t data_bytes) 
 
 void RunSession::start_observer(const Method& method, int64_t stop_after) {
   MetricsOptions opt;
-  opt.every = cfg_.get_int("log.every");
-  opt.iterates_every = cfg_.get_int("log.iterates_every");
-  const std::string& exact = cfg_.get_string("log.exact_mean");
-  opt.exact_mean = exact == "true" || (exact == "auto" && f_->cheap_exact_metrics());
-  opt.divergence = cfg_.get_float("log.divergence");
+  opt.every = log_params_.every;
+  opt.iterates_every = log_params_.iterates_every;
+  opt.exact_mean = log_params_.exact_mean_for(f_->cheap_exact_metrics());
+  opt.divergence = log_params_.divergence;
   opt.lr = cfg_.get_float("method.lr");
   opt.delta = plan_.delay_bound;
   opt.updates = plan_.updates;
   opt.stop_after = stop_after;
   opt.clock = plan_.clock;
-  // auto: estimate L only where the objective has none to give (the estimate's cost is then the
-  // price of having a bound at all; beside a certified L it would be a check, asked for with true)
-  const std::string& est = cfg_.get_string("log.L_estimate");
-  opt.estimate_L = est == "true" || (est == "auto" && !std::isfinite(f_->constants().L));
-  opt.L_power_steps = static_cast<int>(cfg_.get_int("log.L_power_steps"));
+  opt.estimate_L = log_params_.estimate_L_for(!std::isfinite(f_->constants().L));
+  opt.L_power_steps = log_params_.L_power_steps;
   exact_mean_ = opt.exact_mean;
   lr_ = opt.lr;
   progress_line_ = std::make_unique<ProgressLine>(progress_, method.name(), plan_.updates);

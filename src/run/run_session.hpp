@@ -13,6 +13,7 @@
 #include "objectives/objective.hpp"
 #include "optimizers/method.hpp"
 #include "src/config/config.hpp"
+#include "src/config/log_params.hpp"
 #include "src/io/run_file.hpp"
 #include "src/run/metrics_observer.hpp"
 #include "src/run/progress_line.hpp"
@@ -65,6 +66,7 @@ class RunSession {
   void take_results(const Vec& w);
 
   const Config& cfg_;
+  const LogParams log_params_;
   std::shared_ptr<const Objective> f_;
   const RunPlan& plan_;
   std::chrono::steady_clock::time_point t0_;

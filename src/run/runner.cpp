@@ -13,6 +13,7 @@
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
 #include "src/backend/backend.hpp"
+#include "src/config/log_params.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
 #include "src/core/sha256.hpp"
@@ -62,7 +63,7 @@ bool writer_is_alive(const PartialRun& p) {
 }  // namespace
 
 std::string default_run_path(const Config& cfg, const std::vector<std::string>& overrides) {
-  if (!cfg.get_string("log.out").empty()) return cfg.get_string("log.out");
+  if (const std::string out = LogParams::from_config(cfg).out; !out.empty()) return out;
   const std::string stem = cfg.origin().empty() ? "run" : std::filesystem::path(cfg.origin()).stem().string();
   // the overrides name the file, so that a run of the same config with other keys does not
   // meet the first one's file: runs/quickstart_delay.max=420_method.lr=0.0078125.h5
@@ -161,7 +162,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
                                ? partial_target(options.resume_from)
                                : (out_path.empty() ? default_run_path(given_cfg, options.overrides) : out_path);
   if (options.resume_from.empty())
-    check_run_path(path, out_path.empty() ? (given_cfg.get_string("log.out").empty() ? "the run path" : "log.out") : "--out");
+    check_run_path(path, out_path.empty() ? (LogParams::from_config(given_cfg).out.empty() ? "the run path" : "log.out") : "--out");
   const WriteLock lock(path, "run");
   // until its run file exists a run has nothing to keep: the command line may end it then
   RunPhase phase({lock.path()});
