@@ -200,4 +200,8 @@ std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend
   return objective_entry(cfg.get_string("objective.name")).make(cfg, backend);
 }
 
+std::unique_ptr<Objective> make_objective(const Config& cfg) {
+  return make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+}
+
 }  // namespace stale

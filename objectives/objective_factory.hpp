@@ -13,6 +13,8 @@ namespace stale {
 // the data of a linear-model config (generated or loaded), batches partitioned
 std::shared_ptr<LinearData> make_linear_data(const Config& cfg);
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend);
+// on the config's own backend (its `backend` key resolved: auto picks the GPU where there is one)
+std::unique_ptr<Objective> make_objective(const Config& cfg);
 // least squares or logistic regression (objective.name) on data already built and
 // partitioned into batches: what make_objective does after make_linear_data (the Python
 // package passes a user's arrays here)

@@ -4,7 +4,6 @@
 
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
-#include "src/backend/backend.hpp"
 #include "src/run/run_session.hpp"
 #include "src/run/runner.hpp"
 
@@ -93,7 +92,7 @@ InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> ob
   const auto t0 = std::chrono::steady_clock::now();
   check_run_config(cfg, "");  // the runner's checks (no run file: memory only)
   std::shared_ptr<const Objective> f =
-      objective ? std::move(objective) : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+      objective ? std::move(objective) : make_objective(cfg);
   auto method = make_method(cfg, *f);
   const RunPlan plan = method->plan(*f);
   InMemoryRun out;

@@ -12,7 +12,6 @@
 
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
-#include "src/backend/backend.hpp"
 #include "src/config/log_params.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
@@ -205,7 +204,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
   try {
     check_run_config(cfg, path, resuming);
     std::shared_ptr<const Objective> f =
-        options.objective ? options.objective : make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+        options.objective ? options.objective : make_objective(cfg);
     auto method = make_method(cfg, *f);
     // the one plan every consumer reads; planning errors surface before the run file exists
     const RunPlan plan = method->plan(*f);
@@ -251,7 +250,7 @@ std::vector<EnsembleColumnResult> run_ensemble_experiment(const std::vector<Ense
     try {
       const Config& cfg = columns[i].config;
       check_run_config(cfg, columns[i].path);
-      if (!f) f = make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+      if (!f) f = make_objective(cfg);
       auto method = make_method(cfg, *f);
       RunPlan plan = method->plan(*f);
       if (!ready.empty()) {

@@ -84,7 +84,7 @@ class ObjectiveCache {
     // one thread builds it; the others wait for it
     std::call_once(e->once, [&] {
       try {
-        e->objective = make_objective(cfg, resolve_backend(cfg.get_string("backend")));
+        e->objective = make_objective(cfg);
       } catch (...) {
         e->error = std::current_exception();
       }
