@@ -103,7 +103,8 @@ class TorchStages(StageModel):
         self._params, self._flat = [None] * self.stages, [None] * self.stages
         for s in range(self.stages):
             self._bind(s)
-        self._initial = [flat.clone() for flat in self._flat]
+        # w_0 as the harness takes it (host float64): not a second copy of the parameters on the device
+        self._initial = [self._host(flat) for flat in self._flat]
         self._dropout = [any(isinstance(x, _DROPOUT) for x in mod.modules()) for mod in self.modules]
         X, y = data
         self.X = torch.as_tensor(X, device=self.device)
@@ -149,10 +150,8 @@ class TorchStages(StageModel):
                     if hasattr(sub, "reset_parameters"):
                         sub.reset_parameters()
                 self._bind(s)  # a reset_parameters() may have made new parameters
-            blocks = self._flat
-        else:
-            blocks = self._initial
-        return [b.detach().to(torch.float64, copy=True).cpu().numpy() for b in blocks]
+            return [self._host(flat) for flat in self._flat]
+        return [b.copy() for b in self._initial]
 
     def batch_rows(self, m: int) -> int:
         return int(self.offsets[m + 1] - self.offsets[m])
@@ -170,6 +169,10 @@ class TorchStages(StageModel):
 
     def _tensor(self, a: np.ndarray, dtype=None) -> torch.Tensor:
         return torch.from_numpy(a).to(device=self.device, dtype=dtype or self.dtype)
+
+    @staticmethod
+    def _host(t: torch.Tensor) -> np.ndarray:
+        return t.detach().to(device="cpu", dtype=torch.float64, copy=True).numpy()
 
     def _bind(self, s: int):
         """stage s's parameters become views of one flat tensor that holds their values"""
