@@ -150,6 +150,10 @@ class Objective {
                               const StageCache* cache, VecRef grad_w_s, Mat& grad_in) const = 0;
   // the activation entering stage 0
   virtual Mat input_activation(int m) const { return Mat::Zero(batch_rows(m), activation_width()); }
+  // the values of an activation or activation gradient a method holds between calls, for a
+  // checkpoint: `a` itself, or, where the objective holds them elsewhere and hands out a
+  // stand-in (python/stage_model_objective.hpp), the values it names (which stay held)
+  virtual Mat activation_values(const Mat& a) const { return a; }
 
   // ---- batched evaluation: gradients of f_{batches[p]} at the columns Z[:, p] (d × P).
   // The fast path on a GPU (one GEMM instead of P GEMVs); the default loops.

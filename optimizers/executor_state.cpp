@@ -84,7 +84,7 @@ ExecutorState::ExecutorState(const Objective& f, const std::vector<const UpdateR
     for (int j = 0; j < J; ++j) velocity[c].push_back(Vec::Zero(P.size(j)));
 }
 
-void ExecutorState::save(StateBag& b, int c) const {
+void ExecutorState::save(StateBag& b, int c, const Objective& f) const {
   const int R = static_cast<int>(W.size());
   b.put("k", k);
   b.put("update_index", update_index);
@@ -117,7 +117,7 @@ void ExecutorState::save(StateBag& b, int c) const {
     for (int j = 0; j < st.forwards; ++j) read += velocity[c][static_cast<size_t>(j)].size();
     z.tail(z.size() - read).setZero();
     b.put(p + "/z", z);
-    b.put(p + "/grad", slice_of(st.grad, pos, n));
+    b.put(p + "/grad", slice_of(f.activation_values(st.grad), pos, n));
     b.put(p + "/loss", st.loss.size() > 0 ? st.loss(pos) : std::nan(""));
     b.put_ints(p + "/counts", {st.gradients_done, st.forwards, st.backwards});
     b.put_ints(p + "/updates_at_forward", st.updates_at_forward);

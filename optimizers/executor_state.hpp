@@ -63,8 +63,8 @@ struct ExecutorState {
   // rules[c]: column c's update rule; w0[c] its initial point
   ExecutorState(const Objective& f, const std::vector<const UpdateRuleParams*>& rules, const MethodParams& p,
                 int replicas, const std::vector<Vec>& w0);
-  // column c as its run alone would save itself
-  void save(StateBag& b, int c) const;
+  // column c as its run alone would save itself (f: the activation gradients in flight as values)
+  void save(StateBag& b, int c, const Objective& f) const;
   // every column from its own bag (one ensemble's checkpoint); `batch_of`: the batch of each
   // micro-batch; `split_backward`: the schedule splits B and W
   void restore(const std::vector<const StateBag*>& bags, const Objective& f, const std::vector<int>& batch_of,

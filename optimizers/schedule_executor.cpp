@@ -342,7 +342,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
         for (int p : active)
           if (obs[p]->checkpoint_due() || !obs[p]->should_stop()) {
             StateBag b;
-            es.save(b, p);
+            es.save(b, p, f);
             obs[p]->checkpoint(std::move(b));
           }
       }

@@ -154,7 +154,7 @@ StageModelObjective::~StageModelObjective() {
 }
 
 nb::object StageModelObjective::take_activation(const Mat& a) const {
-  if (!keeps_activations_ || a.rows() != 0) return activation_to_numpy(a, f32_);
+  if (!is_ticket(a)) return activation_to_numpy(a, f32_);
   const auto it = held_.find(a.cols());
   STALE_CHECK(it != held_.end(), "each held activation is read once");
   nb::object obj = std::move(it->second);
@@ -167,6 +167,22 @@ void StageModelObjective::give_activation(nb::handle obj, Mat& out, const char* 
   const Index ticket = next_ticket_++;
   held_.emplace(ticket, nb::borrow(obj));
   out.resize(0, ticket);  // no storage: the column count is the ticket
+}
+
+void StageModelObjective::release(const Mat& a) const {
+  if (!is_ticket(a)) return;
+  nb::gil_scoped_acquire gil;
+  held_.erase(a.cols());
+}
+
+Mat StageModelObjective::activation_values(const Mat& a) const {
+  if (!is_ticket(a)) return a;
+  nb::gil_scoped_acquire gil;
+  const auto it = held_.find(a.cols());
+  STALE_CHECK(it != held_.end(), "a checkpoint's gradient is still held");
+  Mat out;
+  array_to_mat(driver_.attr("values")(it->second), out, "a held activation gradient");
+  return out;
 }
 
 Mat StageModelObjective::input_activation(int m) const {
@@ -187,7 +203,7 @@ void StageModelObjective::stage_forward(int s, int m, const Mat& in, ConstVecRef
 double StageModelObjective::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
   nb::gil_scoped_acquire gil;
   const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("loss")(m, take_activation(last)));
-  array_to_mat(r[1], grad_last, "loss's gradient");
+  give_activation(r[1], grad_last, "loss's gradient");
   return as_double(r[0]);
 }
 
@@ -197,9 +213,10 @@ void StageModelObjective::stage_backward(int s, int m, const Mat& grad_out, Cons
   const auto* c = dynamic_cast<const PythonStageCache*>(cache);
   STALE_CHECK(c != nullptr, "a backward pass after its stage's forward pass");
   const nb::tuple r = nb::cast<nb::tuple>(
-      driver_.attr("backward")(s, m, activation_to_numpy(grad_out, f32_), view(w_s.data(), w_s.size()), c->obj));
+      driver_.attr("backward")(s, m, take_activation(grad_out), view(w_s.data(), w_s.size()), c->obj));
   array_to_vec(r[0], grad_w_s, "backward's parameter gradient");
-  array_to_mat(r[1], grad_in, "backward's input gradient");
+  if (keeps_activations_ && s == 0) grad_in.resize(0, 0);  // the data's gradient: nothing reads it
+  else give_activation(r[1], grad_in, "backward's input gradient");
 }
 
 double StageModelObjective::pipeline(const Vec& z, int m, Vec* grad, int lowest) const {
@@ -212,12 +229,14 @@ double StageModelObjective::pipeline(const Vec& z, int m, Vec* grad, int lowest)
   }
   Mat g, g_in;
   const double loss = loss_forward_backward(m, act, g);
-  if (!grad) return loss;
-  for (int s = S - 1; s >= lowest; --s) {
-    stage_backward(s, m, g, blocks_.block(z, s), caches[static_cast<size_t>(s)].get(), blocks_.block(*grad, s), g_in);
-    caches[static_cast<size_t>(s)].reset();
-    g.swap(g_in);
+  if (grad) {
+    for (int s = S - 1; s >= lowest; --s) {
+      stage_backward(s, m, g, blocks_.block(z, s), caches[static_cast<size_t>(s)].get(), blocks_.block(*grad, s), g_in);
+      caches[static_cast<size_t>(s)].reset();
+      g.swap(g_in);
+    }
   }
+  release(g);  // the gradient below the lowest stage differentiated (or the loss's, without a backward)
   return loss;
 }
 

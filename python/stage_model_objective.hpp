@@ -16,12 +16,15 @@
 // "PyTorch stages".) Methods only move activations between this objective's own calls, so
 // their layout is its own; activation_width() is the input's width.
 // A model that keeps its activations (stale.torch: tensors that stay on their device) hands its
-// forward activations over as Python objects: the objective holds each one and gives the
-// executor a ticket in its place, an empty Mat (0 rows) whose column count names it; the
-// next forward or the loss takes the object back (each activation is read once: the executor
-// drops a forward's input after the call). Forward activations are never checkpointed (a
-// resumed run recomputes them), so no ticket outlives its process. Gradients still cross
-// into the harness's Mats: checkpoints store them.
+// forward activations and their gradients over as Python objects: the objective holds each one
+// and gives the executor a ticket in its place, an empty Mat (0 rows) whose column count names
+// it; the next forward, the loss or the next backward takes the object back (each is read once:
+// the executor drops an op's input after the call). Forward activations are never checkpointed
+// (a resumed run recomputes them); a checkpoint stores the gradients in flight as values
+// (activation_values: the held object copied out, still held), and a resumed run hands those
+// to the model as arrays. Stage 0's input gradient is not held (nothing reads it), and a
+// gradient that no later call takes (pipeline() stopping above stage 0) is released, so the
+// table holds only what is in flight.
 // The Python side (model.py's driver) checks shapes, sizes and dtypes and raises
 // stale.ConfigError with one line; a Python exception propagates unchanged out of the run,
 // and the run file is removed (RunSession::abort), as for any failed run.
@@ -66,6 +69,7 @@ class StageModelObjective final : public Objective {
   void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache, VecRef grad_w_s,
                       Mat& grad_in) const override;
   Mat input_activation(int m) const override;
+  Mat activation_values(const Mat& a) const override;
 
   Vec initial_point(uint64_t seed) const override;
   double validation_loss(const Vec& w) const override;
@@ -81,6 +85,9 @@ class StageModelObjective final : public Objective {
   // the model's activation as the executor's Mat: a ticket when the model keeps its
   // activations, else a copy of its values
   void give_activation(nanobind::handle obj, Mat& out, const char* what) const;
+  // drops the object a ticket names (a gradient nothing will take); anything else is left alone
+  void release(const Mat& a) const;
+  bool is_ticket(const Mat& a) const { return keeps_activations_ && a.rows() == 0 && a.cols() > 0; }
 
   nanobind::object driver_;
   bool keeps_activations_ = false;

@@ -138,9 +138,10 @@ class _Driver:
         self.rows: list[int] = []
         self.in_shape: list[tuple | None] = [None] * (self.stages + 1)  # feature shape entering stage s (S: the loss)
         self.read_only = not getattr(model, "_writable_views", False)
-        # a model that keeps its activations (stale.torch) gets its forward activations back as it
-        # returned them, held by the C++ objective between calls, instead of float64 copies;
-        # a NumPy model gets copies, so that one stage's in-place work cannot reach another's cache
+        # a model that keeps its activations (stale.torch) gets its forward activations and their
+        # gradients back as it returned them, held by the C++ objective between calls, instead of
+        # float64 copies (a gradient restored from a checkpoint arrives as an array); a NumPy model
+        # gets copies, so that one stage's in-place work cannot reach another's cache
         self.keeps = bool(getattr(model, "_keeps_activations", False))
         self.activation_dtype = str(getattr(model, "activation_dtype", "float64"))
         if self.activation_dtype not in ("float64", "float32"):
@@ -190,24 +191,37 @@ class _Driver:
     def loss(self, m: int, last):
         last = last if self.keeps else self._shaped(self.stages, last, m)
         value, grad = _pair(self.model, self.model.loss(m, last), "loss(m, last)", "loss, grad_last")
-        grad = np.asarray(grad)
-        if grad.shape != (self.rows[m],) + self.in_shape[self.stages]:
-            _fail(self.model, f"loss({m}, last) returned a gradient of shape {grad.shape}; expected last's shape "
+        grad = self._array(grad)
+        if tuple(grad.shape) != (self.rows[m],) + self.in_shape[self.stages]:
+            _fail(self.model, f"loss({m}, last) returned a gradient of shape {tuple(grad.shape)}; expected last's shape "
                               f"{(self.rows[m],) + self.in_shape[self.stages]}")
-        return float(value), self._flat(grad, m)
+        return float(value), (grad if self.keeps else self._flat(grad, m))
 
     def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
-        g_w, g_in = _pair(self.model, self.model.backward(s, m, self._shaped(s + 1, grad_out, m), self._view(w_s), cache),
+        # a held gradient goes back as it was returned; an array from the harness is reshaped
+        shape = (self.rows[m],) + self.in_shape[s + 1]
+        if not (self.keeps and tuple(grad_out.shape) == shape):
+            grad_out = grad_out.reshape(shape)
+        g_w, g_in = _pair(self.model, self.model.backward(s, m, grad_out, self._view(w_s), cache),
                           f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
         g_w = _c_order(np.asarray(g_w)).reshape(-1)
         if g_w.size != self.sizes[s]:
             _fail(self.model, f"backward of stage {s} returned {g_w.size} parameter gradients; the stage has "
                               f"{self.sizes[s]} parameters")
-        g_in = np.asarray(g_in) if g_in is not None else np.zeros((self.rows[m],) + self.in_shape[s])
-        if g_in.shape != (self.rows[m],) + self.in_shape[s]:
-            _fail(self.model, f"backward of stage {s} returned an input gradient of shape {g_in.shape}; expected the "
-                              f"input's shape {(self.rows[m],) + self.in_shape[s]}")
-        return g_w, self._flat(g_in, m)
+        if self.keeps and s == 0:
+            return g_w, None  # the data's gradient: the harness does not keep it
+        g_in = self._array(g_in) if g_in is not None else np.zeros((self.rows[m],) + self.in_shape[s])
+        if tuple(g_in.shape) != (self.rows[m],) + self.in_shape[s]:
+            _fail(self.model, f"backward of stage {s} returned an input gradient of shape {tuple(g_in.shape)}; expected "
+                              f"the input's shape {(self.rows[m],) + self.in_shape[s]}")
+        return g_w, (g_in if self.keeps else self._flat(g_in, m))
+
+    def values(self, a):
+        """a held activation gradient as a C-order [rows × features] array (a checkpoint's copy)"""
+        if hasattr(a, "detach"):
+            a = a.detach().cpu().numpy()
+        a = np.asarray(a)
+        return _c_order(a).reshape(a.shape[0], -1)
 
     def initial_point(self, seed: int) -> np.ndarray:
         blocks = self.model.initial_params(int(seed))

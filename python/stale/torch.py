@@ -18,9 +18,10 @@ its own, written without autograd's version check, so that methods without weigh
 differentiate with the weights of the backward pass and the activations of the forward pass, as
 PipeDream does. The harness runs one op at a time and every op writes its weights first, so
 micro-batches in flight share the tensor safely. A parameter shared between two stages is refused
-(each stage is its own block of w). Forward activations stay the modules' tensors, on their
-device, between stages (the harness holds them, python/stage_model_objective.hpp); the loss's
-and the backward passes' activation gradients cross into the harness, whose checkpoints keep them.
+(each stage is its own block of w). Forward activations and their gradients stay the modules'
+tensors, on their device, between stages (the harness holds them, python/stage_model_objective.hpp;
+a checkpoint copies the gradients in flight out, and a resumed run hands them back as arrays).
+Only the parameter gradients cross into the harness's float64 storage.
 
 Initial point: the modules' own parameters as handed over (every seed starts there), or, with
 init="reset", each submodule's reset_parameters() under torch.manual_seed(seed).
@@ -167,6 +168,11 @@ class TorchStages(StageModel):
         integer = s == 0 and not torch.is_floating_point(self.X)
         return self._tensor(np.asarray(x), self.X.dtype if integer else None)
 
+    def _gradient(self, g) -> torch.Tensor:
+        """an activation gradient: a held one (this model's own tensor), or an array (a gradient
+        a checkpoint restored)"""
+        return g if isinstance(g, torch.Tensor) else self._tensor(np.asarray(g))
+
     def _tensor(self, a: np.ndarray, dtype=None) -> torch.Tensor:
         return torch.from_numpy(a).to(device=self.device, dtype=dtype or self.dtype)
 
@@ -219,17 +225,18 @@ class TorchStages(StageModel):
         self._load(s, w_s)  # the backward pass's weights; autograd's saved parameters see them
         params = self._params[s]
         inputs = params + [x_t] if x_t.requires_grad else params
-        grads = torch.autograd.grad(out, inputs, self._tensor(grad_out).view(out.shape), allow_unused=True)
+        grads = torch.autograd.grad(out, inputs, self._gradient(grad_out).reshape(out.shape), allow_unused=True)
         g_w = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
         g_w = g_w[0].reshape(-1) if len(g_w) == 1 else torch.cat([g.reshape(-1) for g in g_w])
         g_in = grads[len(params)] if len(grads) > len(params) else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
-        return g_w.detach().cpu().numpy(), (g_in.detach().cpu().numpy() if g_in is not None else None)
+        # the input gradient stays a tensor on the device: the harness holds it for the next backward
+        return g_w.detach().cpu().numpy(), (g_in.detach() if g_in is not None else None)
 
     def loss(self, m: int, last):
         last_t = self._activation(last, self.stages).requires_grad_(True)
         value = self.loss_fn(last_t, self.y[self.offsets[m]:self.offsets[m + 1]])
         (g,) = torch.autograd.grad(value, [last_t])
-        return float(value.detach()), g.detach().cpu().numpy()
+        return float(value.detach()), g.detach()
 
     def validation_loss(self, blocks) -> float:
         Xv, yv = self.validation

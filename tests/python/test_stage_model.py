@@ -180,8 +180,9 @@ def test_a_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path
 
 
 class Tracing(LeastSquaresStages):
-    """records whether each forward's input and the loss's input is the very object the stage
-    before it returned (and so does each stage's in-place damage to its input)"""
+    """records whether each forward's input, the loss's input and each backward's output
+    gradient is the very object the call before it returned (and so does each stage's in-place
+    damage to its input)"""
 
     def __init__(self, keeps: bool, **kw):
         super().__init__({**OBJECTIVE, "seed": RUN["seed"]}, **kw)
@@ -208,15 +209,25 @@ class Tracing(LeastSquaresStages):
 
     def loss(self, m, last):
         self._seen(last)
-        return super().loss(m, last)
+        f, g = super().loss(m, last)
+        self._returns(g)
+        return f, g
+
+    def backward(self, s, m, grad_out, w_s, cache):
+        self._seen(grad_out)
+        g_w, g_in = super().backward(s, m, grad_out, w_s, cache)
+        g_in = g_in.copy()  # its own object (least squares passes grad_out through)
+        self._returns(g_in)
+        return g_w, g_in
 
 
 @pytest.mark.parametrize("method", ["pipedream", "paci", "rpd"])
 def test_a_model_that_keeps_its_activations_gets_its_own_objects_back_and_the_same_run(tmp_path, method):
     """stale.torch's protocol (python/stage_model_objective.hpp): a model with
-    _keeps_activations gets each forward activation back as the object it returned, held by
-    the harness between calls; any other model gets float64 copies. The run is the same bit for
-    bit, and a run cut mid-flight resumes bit for bit (held activations are recomputed)."""
+    _keeps_activations gets each forward activation and each activation gradient back as the
+    object it returned, held by the harness between calls; any other model gets float64 copies.
+    The run is the same bit for bit, and a run cut mid-flight resumes bit for bit (held
+    activations are recomputed; the gradients in flight come from the checkpoint)."""
     case = {**RUN, "method.name": method, "method.updates": 96, "log.every": 2, "log.exact_mean": False,
             "log.flush_seconds": 0.0}
     if method == "rpd":
