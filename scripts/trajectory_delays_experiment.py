@@ -89,8 +89,8 @@ def load(path: str) -> dict:
     r["op_kind"] = run.dataset("schedule/kind")
     r["makespan"] = float(np.max(end))
     r["status"] = run.status
-    w = run.dataset("iterates") if run.has("iterates") else ()
-    r["final_w"] = w[-1] if len(w) else None
+    last = run.dataset("iterates", slice(-1, None)) if run.has("iterates") else ()  # one row, not every iterate
+    r["final_w"] = last[0] if len(last) else None
     return r
 
 

@@ -129,9 +129,11 @@ class _Objects:
             except _DAMAGE as e:
                 raise damaged(self.path, e, self.what) from None
 
-    def dataset(self, name: str) -> np.ndarray:
-        """the whole dataset at `name`, e.g. run.dataset('schedule/start')"""
-        return self._read(name, h5py.Dataset, lambda d: d[()])
+    def dataset(self, name: str, index=()) -> np.ndarray:
+        """the dataset at `name`, whole or the part `index` selects (read alone: the last
+        iterate of a large run is one row), e.g. run.dataset('schedule/start'),
+        run.dataset('iterates', slice(-1, None))"""
+        return self._read(name, h5py.Dataset, lambda d: d[index])
 
     def group_attrs(self, name: str) -> dict:
         """the attributes of the group at `name` ('/': the root), text decoded"""

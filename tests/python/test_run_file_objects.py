@@ -56,6 +56,11 @@ def test_a_runs_groups_read_like_h5py(binary_runs):
     assert_reads_like_h5py(run, path, ["schedule", "schedule/start", "schedule/max_crossed_measured", "delay_moments",
                                        "delay_moments/second", "delay_summary", "iterates"])
     assert run.group_attrs("schedule")["name"] == "pipedream"  # text decoded
+    # a part read alone equals that part of the whole
+    iterates = run.dataset("iterates")
+    assert len(iterates) > 1
+    np.testing.assert_array_equal(run.dataset("iterates", slice(-1, None)), iterates[-1:])
+    np.testing.assert_array_equal(run.dataset("schedule/start", slice(2, 5)), run.dataset("schedule/start")[2:5])
     with h5py.File(path, "r") as f:
         assert run.group_attrs("/") == {k: text(v) for k, v in f.attrs.items()}
 
