@@ -54,23 +54,15 @@ void cast_copy(const From* in, To* out, size_t n) {
 // [rows × width] the caller owns: the same bytes, one copy pass; in float32 when the model asks for
 // it (model.py's activation_dtype), cast in the same pass
 template <class M>
-nb::object owned_numpy(M* owned) {
+nb::object copy_to_numpy(const Mat& a) {
+  auto* owned = new M(a.rows(), a.cols());
+  cast_copy(a.data(), owned->data(), static_cast<size_t>(a.size()));
   nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<M*>(p); });
   const size_t shape[2] = {static_cast<size_t>(owned->cols()), static_cast<size_t>(owned->rows())};
   using T = typename M::Scalar;
   return nb::cast(nb::ndarray<nb::numpy, T, nb::ndim<2>>(owned->data(), 2, shape, owner), nb::rv_policy::reference);
 }
-nb::object activation_to_numpy(const Mat& a, bool f32) {
-  const auto n = static_cast<size_t>(a.size());
-  if (f32) {
-    auto* m = new MatF(a.rows(), a.cols());
-    cast_copy(a.data(), m->data(), n);
-    return owned_numpy(m);
-  }
-  auto* m = new Mat(a.rows(), a.cols());
-  cast_copy(a.data(), m->data(), n);
-  return owned_numpy(m);
-}
+nb::object activation_to_numpy(const Mat& a, bool f32) { return f32 ? copy_to_numpy<MatF>(a) : copy_to_numpy<Mat>(a); }
 
 // a view of the harness's vector, valid during the call (no copy)
 nb::object view(const double* p, Index n) {
@@ -215,7 +207,9 @@ void StageModelObjective::stage_backward(int s, int m, const Mat& grad_out, Cons
   const nb::tuple r = nb::cast<nb::tuple>(
       driver_.attr("backward")(s, m, take_activation(grad_out), view(w_s.data(), w_s.size()), c->obj));
   array_to_vec(r[0], grad_w_s, "backward's parameter gradient");
-  if (keeps_activations_ && s == 0) grad_in.resize(0, 0);  // the data's gradient: nothing reads it
+  // None: the driver keeps no gradient of the data (model.py's backward, stage 0 of a model
+  // that keeps its activations): nothing reads it
+  if (r[1].is_none()) grad_in.resize(0, 0);
   else give_activation(r[1], grad_in, "backward's input gradient");
 }
 

@@ -22,9 +22,9 @@
 // the executor drops an op's input after the call). Forward activations are never checkpointed
 // (a resumed run recomputes them); a checkpoint stores the gradients in flight as values
 // (activation_values: the held object copied out, still held), and a resumed run hands those
-// to the model as arrays. Stage 0's input gradient is not held (nothing reads it), and a
-// gradient that no later call takes (pipeline() stopping above stage 0) is released, so the
-// table holds only what is in flight.
+// to the model as arrays. Stage 0's input gradient is not held (the driver returns None for
+// it: nothing reads it), and a gradient that no later call takes (pipeline() stopping above
+// stage 0) is released, so the table holds only what is in flight.
 // The Python side (model.py's driver) checks shapes, sizes and dtypes and raises
 // stale.ConfigError with one line; a Python exception propagates unchanged out of the run,
 // and the run file is removed (RunSession::abort), as for any failed run.
