@@ -3,7 +3,11 @@
 (stale.torch.TorchStages under a schedule method) beside a plain PyTorch loop that does the same
 forward and backward work (the same micro-batches in the same order, the same optimizer steps,
 and the same full-data value-and-gradient passes the run's metrics make at k = 0 and k = K), and
-prints both with their ratio. results/PERFORMANCE.md ("PyTorch stages") holds the numbers.
+prints both with their ratio. A third loop, also plain PyTorch, does that work stage by stage as the
+harness must (each stage's output detached, one autograd call per stage and one for the loss,
+each stage stepping its own parameters): harness / stage-wise is what the harness itself costs,
+stage-wise / plain what splitting a model into stages costs in PyTorch whoever drives it.
+results/PERFORMANCE.md ("PyTorch stages") holds the numbers.
 
     python3 scripts/bench_torch_overhead.py                       # float32, width 512, batch 256
     python3 scripts/bench_torch_overhead.py --dtype float64 --width 256
@@ -11,7 +15,7 @@ prints both with their ratio. results/PERFORMANCE.md ("PyTorch stages") holds th
 
 The ratio is the price of the stage-wise view (one autograd graph per stage, activations and
 weights crossing into the harness's float64 storage, the driver's shape checks); it shrinks as a
-stage's op grows. Median of --repeats alternating pairs.
+stage's op grows. Median of --repeats alternating rounds.
 """
 from __future__ import annotations
 
@@ -67,6 +71,56 @@ def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
     return time.perf_counter() - t0
 
 
+def stagewise_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
+    """the plain loop's work split as the harness splits it, with no harness: per stage a detached
+    input, a forward, and in reverse one torch.autograd.grad call for its parameters and input"""
+    stages = list(net)
+    params = [list(s.parameters()) for s in stages]
+    loss_fn = torch.nn.functional.cross_entropy
+    M = len(offsets) - 1
+
+    def gradients(m, scale=1.0):
+        sl = slice(offsets[m], offsets[m + 1])
+        a, saved = X[sl], []
+        for s, stage in enumerate(stages):
+            x = a.detach().requires_grad_(s > 0)  # stage 0's input needs no gradient
+            out = stage(x)
+            saved.append((x, out))
+            a = out.detach()
+        last = a.requires_grad_(True)
+        (g,) = torch.autograd.grad(loss_fn(last, y[sl]) * scale, [last])
+        grads = [None] * len(stages)
+        for s in reversed(range(len(stages))):
+            x, out = saved[s]
+            inputs = params[s] + [x] if x.requires_grad else params[s]
+            got = torch.autograd.grad(out, inputs, g)
+            grads[s] = got[:len(params[s])]
+            if x.requires_grad:
+                g = got[-1]
+        return grads
+
+    def full_pass():
+        total = [[torch.zeros_like(p) for p in ps] for ps in params]
+        for m in range(M):
+            for t, gs in zip(total, gradients(m, 1.0 / M)):
+                for a, b in zip(t, gs):
+                    a += b
+        return total
+
+    t0 = time.perf_counter()
+    full_pass()
+    for m in order:
+        grads = gradients(m)
+        with torch.no_grad():
+            for ps, gs in zip(params, grads):
+                for p, g in zip(ps, gs):
+                    p -= lr * g
+    for _ in range(full_passes - 1):
+        full_pass()
+    sync(device)
+    return time.perf_counter() - t0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--width", type=int, default=512)
@@ -116,7 +170,7 @@ def main():
     sync(a.device)
     op_ms = (time.perf_counter() - t0) / 10 * 1e3
 
-    harness, plain = [], []
+    harness, plain, stagewise = [], [], []
     for _ in range(a.repeats):
         model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy,
                                         batch_size=a.batch, dtype=dtype, device=a.device)
@@ -126,14 +180,18 @@ def main():
         assert r.status == "ok" and r.summary["k"] == K, (r.status, r.summary["k"])
         plain.append(plain_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
                                 device=a.device))
-    h, p = statistics.median(harness), statistics.median(plain)
+        stagewise.append(stagewise_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
+                                        device=a.device))
+    h, p, sw = statistics.median(harness), statistics.median(plain), statistics.median(stagewise)
     where = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
     print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s), {where}; S={S} stages of Linear({a.width},{a.width})+Tanh, "
           f"batch {a.batch}, M={a.batches}, {a.microbatches} micro-batches under {a.method}, 2 full passes (metrics)")
     print(f"one stage op (forward + backward of stage 1 through stale.torch): {op_ms:.2f} ms")
     print(f"harness run (stale.run):  {h:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in harness)})")
     print(f"plain PyTorch loop:       {p:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in plain)})")
+    print(f"stage-wise PyTorch loop:  {sw:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in stagewise)})")
     print(f"ratio harness / plain:    {h / p:.3f}")
+    print(f"ratio harness / stage-wise (the harness's own cost): {h / sw:.3f};  stage-wise / plain (the split's): {sw / p:.3f}")
 
 
 if __name__ == "__main__":
