@@ -204,4 +204,8 @@ std::unique_ptr<Objective> make_objective(const Config& cfg) {
   return make_objective(cfg, resolve_backend(cfg.get_string("backend")));
 }
 
+std::string objective_description(const Objective& f, const Config& cfg) {
+  return f.description().empty() ? cfg.get_string("objective.generator") : f.description();
+}
+
 }  // namespace stale

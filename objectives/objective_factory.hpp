@@ -15,6 +15,9 @@ std::shared_ptr<LinearData> make_linear_data(const Config& cfg);
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend);
 // on the config's own backend (its `backend` key resolved: auto picks the GPU where there is one)
 std::unique_ptr<Objective> make_objective(const Config& cfg);
+// what a run file and stale.objective() say the objective is: its own description, or the
+// generator it was made by where it gives none
+std::string objective_description(const Objective& f, const Config& cfg);
 // least squares or logistic regression (objective.name) on data already built and
 // partitioned into batches: what make_objective does after make_linear_data (the Python
 // package passes a user's arrays here)

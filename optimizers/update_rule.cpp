@@ -36,6 +36,12 @@ LrSchedule LrSchedule::from_config(const Config& cfg, int64_t total_updates) {
   return s;
 }
 
+std::string LrSchedule::bound_note() const {
+  return constant() ? "constant"
+                    : "peak of the " + kind + " schedule (warm-up " + std::to_string(warmup) +
+                          "); the bound assumes a constant step";
+}
+
 double LrSchedule::at(int64_t k) const {
   if (warmup > 0 && k < warmup) return lr * static_cast<double>(k + 1) / static_cast<double>(warmup);
   if (kind == "constant") return lr;

@@ -45,6 +45,10 @@ struct LrSchedule {
   double lr = 0.01, lr_min = 0.0;
   int64_t warmup = 0, total = 1;
   double at(int64_t k) const;
+  // γ_k = γ for every k: what the §3 bound and the stability predictor assume
+  bool constant() const { return kind == "constant" && warmup == 0; }
+  // the run file's theory/lr_note: which γ the bound is evaluated at
+  std::string bound_note() const;
   static LrSchedule from_config(const Config& cfg, int64_t total_updates);
 };
 

@@ -480,7 +480,7 @@ nb::dict objective_data(const std::string& path, const std::string& text, const 
   std::vector<int64_t> sizes;
   for (int st = 0; st < f->stages(); ++st) sizes.push_back(f->blocks().size(st));
   out["block_sizes"] = to_numpy(std::move(sizes));
-  out["description"] = f->description().empty() ? cfg.get_string("objective.generator") : f->description();
+  out["description"] = objective_description(*f, cfg);
   return out;
 }
 

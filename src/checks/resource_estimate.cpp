@@ -8,6 +8,7 @@
 #include "delays/delay_registry.hpp"
 #include "objectives/objective_registry.hpp"
 #include "optimizers/method_registry.hpp"
+#include "optimizers/schedule_planner.hpp"
 #include "optimizers/update_rule.hpp"
 #include "src/config/log_params.hpp"
 #include "src/core/error.hpp"
@@ -79,10 +80,25 @@ ResourceEstimate estimate_resources(const Config& cfg) {
   // kind and schedule, the delay model's versions.
   const MethodEntry& method = method_entry(cfg.get_string("method.name"));
   const DelayEntry& delay = delay_entry(cfg.get_string("delay.name"));
-  const double K = static_cast<double>(cfg.get_int("method.updates"));
+  const MethodParams method_params = MethodParams::from_config(cfg);
+  const double K = static_cast<double>(method_params.updates);
   const double S = static_cast<double>(cfg.get_int("objective.stages"));
   const bool schedule_method = method.kind == MethodKind::ScheduleDriven;
   const bool delay_driven = method.kind == MethodKind::DelayDriven;
+  const bool simulates = schedule_method || (delay_driven && delay.simulates_schedule);
+  // the schedule's parameters as the planner reads them, with the defaults the schedule
+  // resolves (replicas 0: one per stage; interleaved's chunks 0: 2). M stays as configured
+  // (0: the planner's choice, estimated from K below; too many: the memory it would take is
+  // the refusal to give), so the defaults are resolved at M = 1.
+  PlanOptions plan;
+  ScheduleParams sp;
+  if (simulates) {
+    plan = PlanOptions::from_config(cfg, schedule_method ? method.schedule : cfg.get_string("delay.schedule"));
+    ScheduleParams p = plan.params;
+    p.microbatches = 1;
+    sp = resolve_schedule_params(plan.schedule, p);
+    sp.microbatches = plan.params.microbatches;
+  }
 
   const ObjectiveEntry& objective = objective_entry(cfg.get_string("objective.name"));
   ObjectiveFootprint fp;
@@ -93,7 +109,7 @@ ResourceEstimate estimate_resources(const Config& cfg) {
   e.memory.insert(e.memory.end(), fp.memory.begin(), fp.memory.end());
 
   if (d > 0) {
-    const double state = update_rule_entry(cfg.get_string("method.optimizer")).state_per_coordinate;
+    const double state = update_rule_entry(method_params.rule.optimizer).state_per_coordinate;
     if (delay_driven && delay.versions_held) {
       const double versions = delay.versions_held(cfg, S);
       e.memory.push_back({"version store",
@@ -105,8 +121,7 @@ ResourceEstimate estimate_resources(const Config& cfg) {
       e.memory.push_back({"stashed weight versions", "objective.stages × " + d_keys + " = " + num(S) + " × " + num(d),
                           (S + 1 + state) * d * elem});
       if (schedule_info(method.schedule).replicated) {
-        double R = static_cast<double>(cfg.get_int("method.replicas"));
-        if (R == 0) R = S;
+        const double R = sp.replicas;
         e.memory.push_back({"model replicas", "method.replicas × " + d_keys + " = " + num(R) + " × " + num(d),
                             R * (2 + state) * d * elem});
       }
@@ -115,21 +130,15 @@ ResourceEstimate estimate_resources(const Config& cfg) {
 
   // the schedule as data: ~3 ops (F, B, W) per stage per micro-batch; K updates need about
   // K / S micro-batches of S stages each when M is left to the executor
-  const bool simulates = schedule_method || (delay_driven && delay.simulates_schedule);
   if (simulates) {
-    const double M = static_cast<double>(cfg.get_int("method.microbatches"));
-    double chunks = static_cast<double>(cfg.get_int("method.chunks"));
-    if (chunks == 0) chunks = 1;
-    const double budget = cfg.get_float("method.time_budget");
+    const double M = static_cast<double>(sp.microbatches);
+    const double chunks = sp.chunks;
+    const double budget = plan.time_budget;
     if (budget > 0) {
       // a time budget runs every micro-batch that fits: each stage spends at least t_F + t_B
       // per micro-batch, so M ≤ budget / min(t_F + t_B); the search builds up to twice that
-      const auto fw = cfg.get_floats("costs.forward"), bw = cfg.get_floats("costs.backward");
-      const double per_mb = *std::min_element(fw.begin(), fw.end()) + *std::min_element(bw.begin(), bw.end());
-      if (!(per_mb > 0))
-        throw UserError("config: method.time_budget = " + num(budget) +
-                        " with zero-duration ops (costs.forward + costs.backward = 0 on a stage) never runs out; "
-                        "give positive costs or use method.updates");
+      // (the cost model refuses a duration ≤ 0, so the budget always runs out)
+      const double per_mb = plan.costs.min_forward_backward();
       const double M_budget = budget / per_mb;
       e.memory.push_back({"simulated schedule",
                           "method.time_budget / (costs.forward + costs.backward) = " + num(budget) + " / " + num(per_mb),

@@ -20,6 +20,7 @@
 //  - seed: draws come from stale::Rng(seed, Stream::StageTime, device), one normal and one
 //    uniform per op in the device's program order, so a run is a pure function of the seed
 //    and the schedule, whatever order the simulator processes devices in.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +48,10 @@ class CostModel {
   double forward(int device) const { return pick(forward_, device); }
   double backward(int device) const { return pick(backward_, device); }
   double weight(int device) const { return pick(weight_, device); }
+  // the least t_F + t_B any device can take for a micro-batch (whatever the device count)
+  double min_forward_backward() const {
+    return *std::min_element(forward_.begin(), forward_.end()) + *std::min_element(backward_.begin(), backward_.end());
+  }
   double latency() const { return latency_; }
   double jitter() const { return jitter_; }
   double straggler_prob() const { return straggler_prob_; }

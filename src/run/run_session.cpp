@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "objectives/objective_factory.hpp"
 #include "src/backend/backend.hpp"
 #include "src/core/error.hpp"
 #include "src/core/sha256.hpp"
@@ -19,7 +20,7 @@ bool RunSession::keeps_delay_table(const Config& cfg, const Objective& f, const 
 
 RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::shared_ptr<const Objective> objective,
                        const RunPlan& plan, std::chrono::steady_clock::time_point t0)
-    : cfg_(cfg), log_params_(LogParams::from_config(cfg)), f_(std::move(objective)), plan_(plan), t0_(t0), progress_(progress) {
+    : cfg_(cfg), log_params_(LogParams::from_config(cfg)), method_params_(MethodParams::from_config(cfg)), f_(std::move(objective)), plan_(plan), t0_(t0), progress_(progress) {
   res_.path = std::move(path);
 }
 
@@ -32,10 +33,10 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
     throw UserError(res_.path + (resume ? ": the run already finished; nothing to resume"
                                         : ": a finished run file is already there; use --force to replace it, or another --out"));
   const auto& c = f_->constants();
-  if (progress && std::isfinite(c.L) && cfg.get_float("method.lr") > 1.0 / c.L)
+  if (progress && std::isfinite(c.L) && method_params_.lr > 1.0 / c.L)
     std::fprintf(stderr,
                  "warning: method.lr = %g exceeds 1/L = %.3g: the bound of docs/theory.md §3 assumes γ ≤ 1/L and does not apply\n",
-                 cfg.get_float("method.lr"), 1.0 / c.L);
+                 method_params_.lr, 1.0 / c.L);
   // the data's checksum before the run file exists: the header is written in one short step
   std::string data_sha;
   uint64_t data_bytes = 0;
@@ -89,15 +90,15 @@ RunSession::RunSession(const Config& cfg, std::unique_ptr<RunLog> log, std::shar
 
 void RunSession::write_header(const std::string& data_sha, uint64_t data_bytes) {
   std::string device = "cpu";
-  if (resolve_backend(cfg_.get_string("backend")) == BackendKind::Cuda) {
+  if (f_->backend() == "cuda") {  // the objective's own backend: config "auto" already resolved
     auto devs = cuda_devices();
     device = devs.empty() ? "cuda" : devs.front().name;
   }
-  log_->write_root(cfg_.to_toml(), cfg_.get_int("seed"), f_->backend(), device, f_->precision());
+  log_->write_root(cfg_.to_toml(), static_cast<int64_t>(method_params_.seed), f_->backend(), device, f_->precision());
   std::vector<int64_t> sizes;
   for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
   const auto& c = f_->constants();
-  const std::string desc = f_->description().empty() ? cfg_.get_string("objective.generator") : f_->description();
+  const std::string desc = objective_description(*f_, cfg_);
   log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, c.f_star_is_lower_bound,
                         f_->num_batches(), desc);
   if (!data_sha.empty()) log_->write_data_record(f_->data_file(), static_cast<int64_t>(data_bytes), data_sha);
@@ -109,7 +110,7 @@ void RunSession::start_observer(const Method& method, int64_t stop_after) {
   opt.iterates_every = log_params_.iterates_every;
   opt.exact_mean = log_params_.exact_mean_for(f_->cheap_exact_metrics());
   opt.divergence = log_params_.divergence;
-  opt.lr = cfg_.get_float("method.lr");
+  opt.lr = method_params_.lr;
   opt.delta = plan_.delay_bound;
   opt.updates = plan_.updates;
   opt.stop_after = stop_after;
@@ -157,10 +158,7 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
   t.updates_note = plan_.note;
   // the §3 bound holds for a constant γ; under a schedule it is evaluated at the peak γ,
   // an upper bound on every γ_k the run used (the file says so)
-  t.lr_note = cfg_.get_string("method.lr_schedule") == "constant" && cfg_.get_int("method.warmup") == 0
-                  ? "constant"
-                  : "peak of the " + cfg_.get_string("method.lr_schedule") + " schedule (warm-up " +
-                        std::to_string(cfg_.get_int("method.warmup")) + "); the bound assumes a constant step";
+  t.lr_note = method_params_.lr_schedule.bound_note();
   t.G = m.G();
   t.lr = lr_;
   t.delta0 = m.delta0();

@@ -48,7 +48,7 @@ class RunSession {
 
   MetricsObserver& observer() { return *obs_; }
   // w_0 = 0 for the linear models (the authors' code); the transformer draws GPT-2's init
-  Vec initial_point() const { return f_->initial_point(static_cast<uint64_t>(cfg_.get_int("seed"))); }
+  Vec initial_point() const { return f_->initial_point(method_params_.seed); }
   // the theory record, the schedule and the status (or, when interrupted, the checkpointed
   // .partial); the result's path is empty for a run without a file
   RunResult finish(const RunReport& report, const Vec& w);
@@ -67,6 +67,7 @@ class RunSession {
 
   const Config& cfg_;
   const LogParams log_params_;
+  const MethodParams method_params_;  // γ, its schedule and the seed, parsed once
   std::shared_ptr<const Objective> f_;
   const RunPlan& plan_;
   std::chrono::steady_clock::time_point t0_;

@@ -174,10 +174,11 @@ void check_stability_objective(const Config& cfg) {
 DelayPattern pattern_from_config(const Config& cfg, const std::string& order) {
   if (order != "cyclic" && order != "expected")
     throw UserError("stability: --order \"" + order + "\" is not valid; choose cyclic or expected");
-  if (cfg.get_string("method.optimizer") != "sgd")
-    config_error("method.optimizer", "\"" + cfg.get_string("method.optimizer") +
+  const MethodParams method = MethodParams::from_config(cfg);
+  if (method.rule.optimizer != "sgd")
+    config_error("method.optimizer", "\"" + method.rule.optimizer +
                                          "\": the stability predictor covers the plain gradient step (sgd)");
-  if (cfg.get_string("method.lr_schedule") != "constant" || cfg.get_int("method.warmup") != 0)
+  if (!method.lr_schedule.constant())
     config_error("method.lr_schedule", "the stability predictor needs a constant step size (lr_schedule = \"constant\", warmup = 0)");
   const std::string& name = cfg.get_string("method.name");
   const int S = static_cast<int>(cfg.get_int("objective.stages"));

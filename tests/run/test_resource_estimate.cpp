@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include "objectives/charlm/charlm.hpp"
@@ -147,6 +148,37 @@ TEST_CASE("TheEstimateReadsEachComponentsRegistryEntry") {
     const ObjectiveFootprint fp = objective_entry("charlm").footprint(cfg, FootprintContext{});
     CHECK(fp.parameters == static_cast<double>(charlm_parameter_count(sh)));
   }
+}
+
+// The estimate takes a schedule's parameters as the planner reads them and with the defaults
+// the schedule resolves, not from the keys again: a key left at 0 (interleaved's chunks, the
+// replicas of a replicated schedule) is estimated as its resolved value, for every schedule method.
+TEST_CASE("TheEstimateResolvesScheduleDefaultsAsTheScheduleDoes") {
+  auto bytes_of = [](const std::vector<std::string>& overrides) {
+    Config cfg;
+    for (const auto& o : overrides) cfg.apply_override(o);
+    std::map<std::string, double> items;
+    for (const auto& i : estimate_resources(cfg).memory) items[i.what] = i.bytes;
+    return items;
+  };
+  int chunked = 0, replicated = 0;
+  for (const auto& m : MethodRegistry::entries()) {
+    if (m.kind != MethodKind::ScheduleDriven) continue;
+    const ScheduleInfo& info = schedule_info(m.schedule);
+    const std::vector<std::string> base = {"method.name=\"" + m.name + "\"", "objective.stages=4",
+                                           "method.microbatches=16"};
+    ScheduleParams p;
+    p.stages = 4;
+    p.microbatches = 16;
+    const ScheduleParams resolved = resolve_schedule_params(m.schedule, p);
+    auto explicit_keys = base;
+    if (info.chunked) explicit_keys.push_back("method.chunks=" + std::to_string(resolved.chunks)), ++chunked;
+    if (info.replicated) explicit_keys.push_back("method.replicas=" + std::to_string(resolved.replicas)), ++replicated;
+    INFO(m.name);
+    CHECK(bytes_of(base) == bytes_of(explicit_keys));
+  }
+  CHECK(chunked >= 1);
+  CHECK(replicated >= 1);
 }
 
 // Keys that name a component take their valid values from the registry alone (no list in
