@@ -8,6 +8,7 @@
 #include "objectives/data/libsvm.hpp"
 #include "objectives/linear/linear_constants.hpp"
 #include "objectives/linear/linear_constants_sparse.hpp"
+#include "objectives/linear/linear_export.hpp"
 #include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/linear/linear_model_cpu_sparse.hpp"
 #include "objectives/linear/linear_model_cuda.hpp"
@@ -172,7 +173,7 @@ const bool quadratic = ObjectiveRegistry::add(
       {"spectrum", {"objective.dim", "objective.samples", "objective.mu", "objective.L", "objective.spectrum"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
      make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true,
-     /*fixed_hessian=*/true, /*generates_text=*/false, ArrayData::Targets});
+     /*fixed_hessian=*/true, /*generates_text=*/false, ArrayData::Targets, linear_objective_export});
 const bool logistic = ObjectiveRegistry::add(
     {"logistic", "L2-regularised logistic regression; L an upper bound, f_* by Newton; nonconvex with objective.nonconvex_reg", 1,
      {"objective.generator", "objective.l2", "objective.nonconvex_reg"},
@@ -180,7 +181,7 @@ const bool logistic = ObjectiveRegistry::add(
       {"libsvm", {"objective.data", "objective.data_dir", "objective.storage"}},
       {"file", {"objective.data", "objective.data_dir", "objective.label_column", "objective.storage"}}},
      make_linear_objective, linear_footprint, /*shared_across_runs=*/true, /*ensembles_on_cpu=*/true,
-     /*fixed_hessian=*/false, /*generates_text=*/false, ArrayData::Labels});
+     /*fixed_hessian=*/false, /*generates_text=*/false, ArrayData::Labels, linear_objective_export});
 
 }  // namespace
 
@@ -194,6 +195,16 @@ std::string objectives_taking_arrays() {
   for (const ObjectiveEntry& e : ObjectiveRegistry::entries())
     if (e.array_data != ArrayData::None) names += (names.empty() ? "" : " or ") + e.name;
   return names;
+}
+
+std::string objectives_exporting_arrays() {
+  std::vector<std::string> names;
+  for (const ObjectiveEntry& e : ObjectiveRegistry::entries())
+    if (e.export_arrays) names.push_back(e.name);
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return text;
 }
 
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "objectives/objective.hpp"
+#include "objectives/objective_export.hpp"
 #include "src/backend/backend.hpp"
 #include "src/config/config.hpp"
 #include "src/core/memory.hpp"
@@ -58,6 +59,8 @@ struct ObjectiveEntry {
   // what arrays X, y handed over from Python are to it (stale.run(X=, y=), stale.objective):
   // nothing (it takes none), real targets, or ±1 class labels (checked as such)
   ArrayData array_data = ArrayData::None;
+  // the objective of a config as arrays (objective_export.hpp: stale.objective()); empty: none
+  std::function<ObjectiveExport(const Config&)> export_arrays = nullptr;
 };
 
 using ObjectiveRegistry = Registry<ObjectiveEntry>;
@@ -66,5 +69,8 @@ const ObjectiveEntry& objective_entry(const std::string& name);
 
 // the objectives whose entries take arrays X, y, as text: "quadratic or logistic"
 std::string objectives_taking_arrays();
+
+// the objectives whose entries export their arrays, as text: "quadratic, logistic or charlm"
+std::string objectives_exporting_arrays();
 
 }  // namespace stale

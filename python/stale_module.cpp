@@ -22,10 +22,7 @@
 #include <variant>
 #include <vector>
 
-#include "objectives/charlm/charlm.hpp"
 #include "objectives/linear/linear_data.hpp"
-#include "objectives/linear/linear_model_cpu.hpp"
-#include "objectives/linear/linear_model_cpu_sparse.hpp"
 #include "objectives/objective_factory.hpp"
 #include "objectives/objective_registry.hpp"
 #include "python/stage_model_objective.hpp"
@@ -426,96 +423,52 @@ nb::dict stability(const std::string& path, const std::string& text, const std::
   return d;
 }
 
-// the data and constants of a linear-model config: what a run of it optimises
+// one exported value as its Python object (objectives/objective_export.hpp)
+nb::object export_value(ExportValue&& v) {
+  return std::visit(
+      [](auto&& x) -> nb::object {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>) return nb::none();
+        else if constexpr (std::is_same_v<T, ExportTuple>) {
+          nb::list l;
+          for (int64_t n : x.values) l.append(n);
+          return nb::tuple(l);
+        } else if constexpr (std::is_same_v<T, ExportArray<double>> || std::is_same_v<T, ExportArray<int64_t>> ||
+                             std::is_same_v<T, ExportArray<int32_t>>) {
+          return x.shape.empty() ? to_numpy(std::move(x.values)) : to_numpy(std::move(x.values), x.shape);
+        } else {
+          return nb::cast(x);
+        }
+      },
+      std::move(v));
+}
+
+// the objective of a config as its registry entry exports it (stale.objective): a dict, with a
+// nested dict for each name with a '/'
 nb::dict objective_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
   Config cfg = make_config(path, text, overrides);
   const std::string name = cfg.get_string("objective.name");
-  if (objective_entry(name).array_data == ArrayData::None)
-    config_error("objective.name", "\"" + name + "\": stale.objective returns the data of the objectives that take arrays X, y (" +
-                                       objectives_taking_arrays() + ")");
-  std::unique_ptr<Objective> f;
+  const ObjectiveEntry& entry = objective_entry(name);
+  if (!entry.export_arrays)
+    config_error("objective.name", "\"" + name + "\": stale.objective exports the objectives whose registry entries offer "
+                                       "their arrays (" + objectives_exporting_arrays() + ")");
+  ObjectiveExport e;
   {
     Released r;
-    f = make_objective(cfg, BackendKind::Cpu);
+    e = entry.export_arrays(cfg);
   }
-  const LinearData* data = nullptr;
-  if (const auto* ls = dynamic_cast<const LeastSquaresCpu*>(f.get())) data = &ls->data();
-  if (const auto* lg = dynamic_cast<const LogisticCpu*>(f.get())) data = &lg->data();
-  if (const auto* ls = dynamic_cast<const LeastSquaresCpuSparse*>(f.get())) data = &ls->data();
-  if (const auto* lg = dynamic_cast<const LogisticCpuSparse*>(f.get())) data = &lg->data();
-  STALE_CHECK(data != nullptr, "a linear-model objective on the cpu");
-  const size_t n = static_cast<size_t>(data->n()), d = static_cast<size_t>(data->d());
-  auto vec = [](const Vec& v) { return to_numpy(std::vector<double>(v.data(), v.data() + v.size())); };
   nb::dict out;
-  if (data->sparse()) {
-    // CSR data (objective.storage) stay CSR, without scipy: X is None and X_csr holds the
-    // arrays of scipy.sparse.csr_matrix((data, indices, indptr), shape=shape)
-    const SparseRowMat& S = data->X_sparse;
-    nb::dict csr;
-    csr["indptr"] = to_numpy(std::vector<int64_t>(S.outerIndexPtr(), S.outerIndexPtr() + S.rows() + 1));
-    csr["indices"] = to_numpy(std::vector<int64_t>(S.innerIndexPtr(), S.innerIndexPtr() + S.nonZeros()));
-    csr["data"] = to_numpy(std::vector<double>(S.valuePtr(), S.valuePtr() + S.nonZeros()));
-    csr["shape"] = nb::make_tuple(n, d);
-    out["X"] = nb::none();
-    out["X_csr"] = csr;
-  } else {
-    // X row-major for numpy (Mat is column-major)
-    std::vector<double> X(n * d);
-    for (size_t i = 0; i < n; ++i)
-      for (size_t j = 0; j < d; ++j) X[i * d + j] = data->X(static_cast<Index>(i), static_cast<Index>(j));
-    out["X"] = to_numpy(std::move(X), {n, d});
+  for (auto& [key, value] : e.items) {
+    nb::dict into = out;
+    std::string leaf = key;
+    for (size_t slash; (slash = leaf.find('/')) != std::string::npos; leaf = leaf.substr(slash + 1)) {
+      const std::string part = leaf.substr(0, slash);
+      if (!into.contains(part.c_str())) into[part.c_str()] = nb::dict();
+      into = nb::borrow<nb::dict>(into[part.c_str()]);
+    }
+    into[leaf.c_str()] = export_value(std::move(value));
   }
-  out["y"] = vec(data->y);
-  out["weight"] = vec(data->weight);
-  out["batch_offsets"] = to_numpy(std::vector<int64_t>(data->batch_offsets.begin(), data->batch_offsets.end()));
-  out["w_true"] = data->w_true ? vec(*data->w_true) : nb::none();
-  const auto& c = f->constants();
-  out["L"] = c.L;
-  out["L_exact"] = c.L_exact;
-  out["mu"] = c.mu;
-  out["f_star"] = c.f_star;
-  out["f_star_method"] = c.f_star_method;
-  out["f_star_is_lower_bound"] = c.f_star_is_lower_bound;
-  out["w_star"] = c.w_star ? vec(*c.w_star) : nb::none();
-  std::vector<int64_t> sizes;
-  for (int st = 0; st < f->stages(); ++st) sizes.push_back(f->blocks().size(st));
-  out["block_sizes"] = to_numpy(std::move(sizes));
-  out["description"] = objective_description(*f, cfg);
   return out;
-}
-
-// the char-level GPT of a config as data (its training batches' tokens), shape and initial point:
-// what a twin written elsewhere (stale.torch.charlm_stages) needs to be the same function
-nb::dict charlm_data(const std::string& path, const std::string& text, const std::vector<std::string>& overrides) {
-  Config cfg = make_config(path, text, overrides);
-  if (cfg.get_string("objective.name") != "charlm")
-    config_error("objective.name", "\"" + cfg.get_string("objective.name") + "\": stale.charlm_data reads a charlm config");
-  cfg.apply_override("precision=\"float64\"");
-  std::unique_ptr<Objective> f;
-  {
-    Released r;
-    f = make_objective(cfg, BackendKind::Cpu);
-  }
-  const auto* lm = dynamic_cast<const CharLm*>(f.get());
-  STALE_CHECK(lm != nullptr, "objective.name = charlm makes a CharLm");
-  const CharLmShape& sh = lm->shape();
-  const size_t M = static_cast<size_t>(lm->num_batches()), N = static_cast<size_t>(sh.N());
-  std::vector<int32_t> inputs(M * N), targets(M * N);
-  for (size_t m = 0; m < M; ++m) lm->data().batch(static_cast<int>(m), inputs.data() + m * N, targets.data() + m * N);
-  nb::dict d;
-  d["V"] = sh.V;
-  d["E"] = sh.E;
-  d["NH"] = sh.NH;
-  d["T"] = sh.T;
-  d["B"] = sh.B;
-  d["S"] = sh.S;
-  d["inputs"] = to_numpy(std::move(inputs), {M, N});
-  d["targets"] = to_numpy(std::move(targets), {M, N});
-  std::vector<int64_t> offsets(lm->blocks().offsets().begin(), lm->blocks().offsets().end());
-  d["offsets"] = to_numpy(std::move(offsets));
-  const Vec w0 = lm->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
-  d["w0"] = to_numpy(std::vector<double>(w0.data(), w0.data() + w0.size()));
-  return d;
 }
 
 }  // namespace
@@ -544,7 +497,6 @@ NB_MODULE(_stale, m) {
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
   m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);
-  m.def("charlm_data", &stale::charlm_data, "path"_a, "text"_a, "overrides"_a);
   m.def("metric_names", [] {
     std::vector<std::string> names;
     for (const auto& r : stale::metric_rows()) names.push_back(r.name);

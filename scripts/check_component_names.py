@@ -71,7 +71,6 @@ REVIEWED = {
     ("objectives/linear/linear_model_cuda_objective.cpp", "logistic"): "the CUDA twin reports its objective's name",
     ("objectives/linear/linear_constants_sparse.cpp", "logistic"): "the constants cache's key names the loss",
     # known debts (docs/design.md "Registries"; issue 33): each should become a registry trait
-    ("python/stale_module.cpp", "charlm"): "DEBT: stale.charlm_data (the char-GPT's data and layout for stale.torch) asks for it by name",
     # the objective "python" is registered in objectives/ (a layer below the module, so that the
     # CLI can refuse it in one line); its implementation is the module's, which alone can build it
     ("python/stage_model_objective.hpp", "python"): "the Python-defined objective's own C++ side",

@@ -252,6 +252,35 @@ ObjectiveFootprint charlm_footprint(const Config& cfg, const FootprintContext& c
   return fp;
 }
 
+// the char-GPT as arrays, for a twin built elsewhere (stale.torch.charlm_stages): its shape, every
+// training batch's tokens [M × B·T], the block offsets and the initial point; built in float64
+// on the cpu (the twin casts to what it runs in)
+ObjectiveExport charlm_export(const Config& config) {
+  Config cfg = config;
+  cfg.apply_override("precision=\"float64\"");
+  const std::unique_ptr<Objective> f = make_charlm(cfg, BackendKind::Cpu);
+  const auto* lm = dynamic_cast<const CharLm*>(f.get());
+  STALE_CHECK(lm != nullptr, "make_charlm makes a CharLm");
+  const CharLmShape& sh = lm->shape();
+  const size_t M = static_cast<size_t>(lm->num_batches()), N = static_cast<size_t>(sh.N());
+  std::vector<int32_t> inputs(M * N), targets(M * N);
+  for (size_t m = 0; m < M; ++m) lm->data().batch(static_cast<int>(m), inputs.data() + m * N, targets.data() + m * N);
+  ObjectiveExport out;
+  out.put("V", static_cast<int64_t>(sh.V));
+  out.put("E", static_cast<int64_t>(sh.E));
+  out.put("NH", static_cast<int64_t>(sh.NH));
+  out.put("T", static_cast<int64_t>(sh.T));
+  out.put("B", static_cast<int64_t>(sh.B));
+  out.put("S", static_cast<int64_t>(sh.S));
+  out.put("inputs", ExportArray<int32_t>{std::move(inputs), {M, N}});
+  out.put("targets", ExportArray<int32_t>{std::move(targets), {M, N}});
+  out.put("offsets", ExportArray<int64_t>{std::vector<int64_t>(lm->blocks().offsets().begin(), lm->blocks().offsets().end()), {}});
+  const Vec w0 = lm->initial_point(static_cast<uint64_t>(cfg.get_int("seed")));
+  out.put("w0", ExportArray<double>{std::vector<double>(w0.data(), w0.data() + w0.size()), {}});
+  out.put("description", lm->description());
+  return out;
+}
+
 const bool registered = ObjectiveRegistry::add(
     {"charlm", "character-level GPT (llm.c-style layers) on a text corpus, split into stages by layer", 2,
      {"objective.samples", "objective.embedding", "objective.heads", "objective.context", "objective.data",
@@ -259,7 +288,8 @@ const bool registered = ObjectiveRegistry::add(
      {},
      make_charlm, charlm_footprint,
      // each run builds its own: sharing across threads is claimed only where a test holds it (the linear models)
-     /*shared_across_runs=*/false, /*ensembles_on_cpu=*/false, /*fixed_hessian=*/false, /*generates_text=*/true});
+     /*shared_across_runs=*/false, /*ensembles_on_cpu=*/false, /*fixed_hessian=*/false, /*generates_text=*/true,
+     ArrayData::None, charlm_export});
 }  // namespace
 
 }  // namespace stale

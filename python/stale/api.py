@@ -174,11 +174,14 @@ def stability(config=None, lr=None, *, order: str = "expected", solver: str = "a
 
 
 def objective(config=None, **overrides) -> dict:
-    """The data and exact constants of a linear-model config (quadratic or logistic), as a run
-    of it sees them: X [n × d] (None for data stored sparse, objective.storage: then X_csr holds
-    indptr, indices, data and shape, scipy.sparse.csr_matrix's arrays), y (logistic: {0, 1}), the sample weights and batch offsets of
-    the fixed batch partition, w_true (when known), L, μ, f_*, w_* (least squares), the block
-    sizes."""
+    """The objective of a config as arrays, exactly as a run of it sees them (what a twin built
+    elsewhere needs; a config of an objective without an export is refused, naming those with one). The linear models (quadratic,
+    logistic): X [n × d] (None for data stored sparse, objective.storage: then X_csr holds
+    indptr, indices, data and shape, scipy.sparse.csr_matrix's arrays), y (logistic: {0, 1}),
+    the sample weights and batch offsets of the fixed batch partition, w_true (when known), L,
+    μ, f_*, w_* (least squares), the block sizes, the description. The char-GPT (charlm): its
+    shape V, E, NH, T, B, S, every training batch's tokens (inputs, targets [M × B·T]), the block
+    offsets and the initial point w0 (float64)."""
     path, text, assigns = resolve(config, overrides)
     return _stale.objective(path, text, assigns)
 

@@ -295,15 +295,13 @@ def least_squares_stages(config=None, *, dtype=torch.float64, device="cpu", cons
 def charlm_stages(config=None, *, dtype=torch.float64, device="cpu", **overrides) -> TorchStages:
     """The char-level GPT of a `charlm` config (objectives/charlm/) as PyTorch stages
     (python/stale/torch_charlm.py): its training batches' tokens, its stage layout and its
-    initial weights come from the C++ objective (stale._stale.charlm_data), so a run of it
+    initial weights come from the C++ objective (stale.objective(), its registry entry's export), so a run of it
     equals the built-in run to rounding. Its f is the mean over every training batch; the
     built-in objective's value() means over 8 fixed ones (CharLmData::kEvalBatches), so compare
     batch losses and iterates, not the "loss" series."""
-    from ._stale import charlm_data
-    from .config import resolve
+    from .api import objective
     from .torch_charlm import charlm_modules
-    path, text, assigns = resolve(config, overrides)
-    d = charlm_data(path, text, assigns)
+    d = objective(config, **overrides)
     mods = charlm_modules(d["V"], d["E"], d["NH"], d["T"], d["S"], d["w0"], d["offsets"])
     M, N = d["inputs"].shape
     X = d["inputs"].reshape(-1).astype(np.int64)

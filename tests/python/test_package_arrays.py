@@ -90,13 +90,14 @@ def test_bad_arrays_are_config_errors():
 
 def test_which_objectives_take_arrays_is_the_registrys_answer():
     """ObjectiveEntry::array_data decides (not a list of names): the refusal of an objective
-    without it names exactly the entries that take arrays, and stale.objective agrees."""
+    without it names exactly the entries that take arrays; stale.objective's refusal names exactly
+    the entries that export their arrays (ObjectiveEntry::export_arrays)."""
     X, y, _ = data()
     with pytest.raises(stale.ConfigError, match=r'objective.name.*"robust" takes no arrays X, y; choose quadratic or logistic') as e:
         stale.run({**CONFIGS["quadratic"], "objective": {**CONFIGS["quadratic"]["objective"], "name": "robust"}}, X=X, y=y)
     assert "\n" not in str(e.value)
-    with pytest.raises(stale.ConfigError, match=r"stale.objective returns the data of the objectives that take arrays X, y "
-                                                r"\(quadratic or logistic\)"):
+    with pytest.raises(stale.ConfigError, match=r"stale.objective exports the objectives whose registry entries offer "
+                                                r"their arrays \(quadratic, logistic or charlm\)"):
         stale.objective({"objective": {"name": "robust", "dim": 8, "samples": 64, "batch_size": 8, "stages": 2}})
     # a real (not ±1) y is refused only where the entry says its labels are classes
     stale.run({**CONFIGS["quadratic"], "method": {**CONFIGS["quadratic"]["method"], "updates": 8}}, X=X, y=y)
