@@ -27,6 +27,7 @@
 #include "src/io/h5.hpp"
 #include "src/io/sweep_index_file.hpp"
 #include "src/io/write_lock.hpp"
+#include "src/pipeline/state_costs.hpp"
 #include "optimizers/method_registry.hpp"
 #include "src/run/checkpoint.hpp"
 #include "src/checks/config_rules.hpp"
@@ -117,7 +118,7 @@ bool batches_columns(const Config& cfg) {
   if (resolve_backend(cfg.get_string("backend")) != BackendKind::Cpu) return false;
   const MethodKind kind = method_entry(cfg.get_string("method.name")).kind;
   // a coupled timeline follows each run's own state: no two runs share it
-  return kind != MethodKind::Fresh && cfg.get_string("costs.coupling") == "none";
+  return kind != MethodKind::Fresh && parse_coupling(cfg.get_string("costs.coupling")) == Coupling::None;
 }
 
 // the config without method.lr: runs with equal keys may run as one ensemble
