@@ -28,20 +28,29 @@ void Objective::value_grad_many(const Mat& Z, Mat& G, Vec& values) const {
 }
 
 namespace {
-// Fallback tracker: recompute value and gradient at the current point when asked.
+// Fallback tracker: recompute value and gradient at the current point when asked. The point is
+// the caller's own iterate (at()), read where it lies; a caller that sends block changes
+// instead moves a copy of it.
 class RecomputingTracker final : public IterateTracker {
  public:
-  RecomputingTracker(const Objective& f, const Vec& w) : f_(f), w_(w), grad_(w.size()) {}
+  RecomputingTracker(const Objective& f, const Vec& w) : f_(f), own_(w), w_(&own_), grad_(w.size()) {}
+  bool follows_deltas() const override { return false; }
+  void at(const Vec& w) override {
+    w_ = &w;
+    fresh_ = false;
+  }
   void block_changed(int s, ConstVecRef delta) override {
-    f_.blocks().block(w_, s) += delta;
+    if (w_ != &own_) own_ = *w_, w_ = &own_;
+    f_.blocks().block(own_, s) += delta;
     fresh_ = false;
   }
   void reset(const Vec& w) override {
-    w_ = w;
+    own_ = w;
+    w_ = &own_;
     fresh_ = false;
   }
   // value and gradient are recomputed from w, deterministically: w is the whole state
-  void save(StateBag& b) const override { b.put("w", w_); }
+  void save(StateBag& b) const override { b.put("w", *w_); }
   void restore(const StateBag& b) override { reset(b.get_vec("w")); }
   double value() override {
     refresh();
@@ -54,10 +63,12 @@ class RecomputingTracker final : public IterateTracker {
 
  private:
   void refresh() {
-    if (!fresh_) value_ = f_.value_grad(w_, grad_), fresh_ = true;
+    if (!fresh_) value_ = f_.value_grad(*w_, grad_), fresh_ = true;
   }
   const Objective& f_;
-  Vec w_, grad_;
+  Vec own_;
+  const Vec* w_;
+  Vec grad_;
   double value_ = 0;
   bool fresh_ = false;
 };
@@ -155,6 +166,8 @@ class SeparateTrackers final : public EnsembleTracker {
   }
   int columns() const override { return static_cast<int>(trackers_.size()); }
   void block_changed(int p, int s, ConstVecRef delta) override { trackers_[p]->block_changed(s, delta); }
+  bool follows_deltas() const override { return trackers_.empty() || trackers_[0]->follows_deltas(); }
+  void at(int p, const Vec& w) override { trackers_[p]->at(w); }
   double value(int p) override { return trackers_[p]->value(); }
   double gradient_sq_norm(int p) override { return trackers_[p]->gradient_sq_norm(); }
   Vec gradient(int p) override { return trackers_[p]->gradient(); }
@@ -169,6 +182,8 @@ class ColumnTracker final : public IterateTracker {
  public:
   ColumnTracker(std::shared_ptr<EnsembleTracker> e, int p) : e_(std::move(e)), p_(p) {}
   void block_changed(int s, ConstVecRef delta) override { e_->block_changed(p_, s, delta); }
+  bool follows_deltas() const override { return e_->follows_deltas(); }
+  void at(const Vec& w) override { e_->at(p_, w); }
   void reset(const Vec&) override { STALE_CHECK(false, "an ensemble column's tracker is not reset"); }
   double value() override { return e_->value(p_); }
   const Vec& gradient() override { return g_ = e_->gradient(p_); }

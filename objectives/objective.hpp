@@ -57,6 +57,12 @@ class IterateTracker {
   virtual double value() = 0;
   virtual const Vec& gradient() = 0;
   virtual double gradient_sq_norm() { return gradient().squaredNorm(); }
+  // A tracker that evaluates f at the iterate itself instead of following it through the
+  // deltas says false: its caller then hands it the iterate it holds (at(w), before asking for
+  // a value or gradient; w must outlive those calls) instead of every block change, and the
+  // tracker keeps no copy of w moved by each delta (a pass over the block per update).
+  virtual bool follows_deltas() const { return true; }
+  virtual void at(const Vec& /*w*/) {}
   // checkpoints (src/run/checkpoint.hpp): the incremental state, so that a resumed run's
   // metrics equal the uninterrupted run's bit for bit. The default keeps nothing: a restored
   // tracker is then the one make_tracker built at the checkpoint's iterate.
@@ -74,6 +80,9 @@ class EnsembleTracker {
   virtual int columns() const = 0;
   // column p's block s changed by delta
   virtual void block_changed(int p, int s, ConstVecRef delta) = 0;
+  // IterateTracker::follows_deltas / at, per column
+  virtual bool follows_deltas() const { return true; }
+  virtual void at(int /*p*/, const Vec& /*w*/) {}
   virtual double value(int p) = 0;
   virtual double gradient_sq_norm(int p) = 0;
   virtual Vec gradient(int p) = 0;

@@ -32,6 +32,7 @@ void MetricsRecorder::use_tracker(std::unique_ptr<IterateTracker> t) {
 const MetricsRow& MetricsRecorder::start(const Vec& w0) {
   t0_ = std::chrono::steady_clock::now();
   tracker_ = injected_ ? std::move(injected_) : f_.make_tracker(w0);
+  tracker_->at(w0);
   current_loss_ = tracker_->value();
   current_gns_ = tracker_->gradient_sq_norm();
   // Δ₀ = f(w₀) − f_*, or f(w₀) − f_low where f_* is unknown: an upper bound on it, so the bound stays one
@@ -66,7 +67,7 @@ bool MetricsRecorder::advance(const UpdateEvent& e, ConstVecRef delta, const Vec
   const bool on_cadence = cadence_.on_cadence(k_ - steps, k_);
   current_fresh_ = false;
   if (cadence_.evaluates(on_cadence)) {
-    evaluate();
+    evaluate(w);
     if (!cadence_.exact_mean()) grad_sq_sum_ += static_cast<double>(steps) * current_gns_;  // sampled mean
   }
   last_event_ = e;
@@ -74,13 +75,15 @@ bool MetricsRecorder::advance(const UpdateEvent& e, ConstVecRef delta, const Vec
   return on_cadence;
 }
 
-void MetricsRecorder::evaluate() {
+void MetricsRecorder::evaluate(const Vec& w) {
+  tracker_->at(w);
   current_loss_ = tracker_->value();
   current_gns_ = tracker_->gradient_sq_norm();
   current_fresh_ = true;
 }
 
 void MetricsRecorder::track(const UpdateEvent& e, ConstVecRef delta) {
+  if (!tracker_->follows_deltas()) return;  // it reads the iterate itself (evaluate)
   if (e.stage >= 0) {
     tracker_->block_changed(e.stage, delta);
   } else {
@@ -141,7 +144,7 @@ const MetricsRow& MetricsRecorder::record(const UpdateEvent& e, const Vec& w) {
 
 bool MetricsRecorder::finish(const Vec& w) {
   if (last_logged_ == k_) return false;
-  if (!current_fresh_) evaluate();
+  if (!current_fresh_) evaluate(w);
   record(last_event_, w);
   return true;
 }

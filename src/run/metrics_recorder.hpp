@@ -81,7 +81,7 @@ class MetricsRecorder {
 
  private:
   void track(const UpdateEvent& e, ConstVecRef delta);
-  void evaluate();
+  void evaluate(const Vec& w);  // f and ‖∇f‖² at w, the iterate of the update just taken
   MetricsRow make_row(const UpdateEvent& e);
 
   const Objective& f_;
