@@ -20,9 +20,7 @@ namespace stale {
 namespace {
 
 constexpr double kDouble = 8.0;
-// a schedule op (8 bytes) plus what the simulator records for it (start, end, the reads it
-// resolves): a deliberate over-count, so that a schedule of 10^9 ops is refused up front
-constexpr double kBytesPerOp = 48.0;
+constexpr double kBytesPerOp = kScheduleOpBytes;
 constexpr double kMetricSeries = 24.0;       // /metrics/* columns, 8 bytes each per row
 constexpr double kMaxDelayEntries = 1e7;     // RunLog::kMaxDelayEntries
 
@@ -128,23 +126,24 @@ ResourceEstimate estimate_resources(const Config& cfg) {
     }
   }
 
-  // the schedule as data: ~3 ops (F, B, W) per stage per micro-batch; K updates need about
-  // K / S micro-batches of S stages each when M is left to the executor
+  // the schedule as data: at most 3 ops (F, B, W) per block per micro-batch — S counts the
+  // blocks, an interleaved device's chunks included; K updates need about K / S micro-batches
+  // of S blocks each when M is left to the executor
   if (simulates) {
     const double M = static_cast<double>(sp.microbatches);
-    const double chunks = sp.chunks;
     const double budget = plan.time_budget;
     if (budget > 0) {
       // a time budget runs every micro-batch that fits: each stage spends at least t_F + t_B
-      // per micro-batch, so M ≤ budget / min(t_F + t_B); the search builds up to twice that
+      // per micro-batch (a chunk's op takes 1/chunks of its device's stage cost, the
+      // simulator's rule), so M ≤ budget / min(t_F + t_B); the search builds up to twice that
       // (the cost model refuses a duration ≤ 0, so the budget always runs out)
       const double per_mb = plan.costs.min_forward_backward();
       const double M_budget = budget / per_mb;
       e.memory.push_back({"simulated schedule",
                           "method.time_budget / (costs.forward + costs.backward) = " + num(budget) + " / " + num(per_mb),
-                          2 * 3 * M_budget * S * chunks * kBytesPerOp});
+                          2 * 3 * M_budget * S * kBytesPerOp});
     } else {
-      const double ops = M > 0 ? 3 * M * S * chunks : 3 * K;
+      const double ops = M > 0 ? 3 * M * S : 3 * K;
       e.memory.push_back({"simulated schedule",
                           M > 0 ? "method.microbatches × objective.stages = " + num(M) + " × " + num(S)
                                 : "method.updates = " + num(K),

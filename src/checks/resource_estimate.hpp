@@ -28,6 +28,10 @@
 
 namespace stale {
 
+// a schedule op (8 bytes) plus what the simulator records for it (start, end, the reads it
+// resolves): a deliberate over-count, so that a schedule of 10^9 ops is refused up front
+inline constexpr double kScheduleOpBytes = 48.0;
+
 struct ResourceEstimate {
   std::vector<ResourceItem> memory;  // large allocations
   std::vector<ResourceItem> disk;    // the run file

@@ -152,7 +152,9 @@ TEST_CASE("TheEstimateReadsEachComponentsRegistryEntry") {
 
 // The estimate takes a schedule's parameters as the planner reads them and with the defaults
 // the schedule resolves, not from the keys again: a key left at 0 (interleaved's chunks, the
-// replicas of a replicated schedule) is estimated as its resolved value, for every schedule method.
+// replicas of a replicated schedule) is estimated as its resolved value, for every schedule
+// method; and the schedule it sizes is the one the run builds: between the real schedule's op
+// count and 1.5 times it (3 ops per block and micro-batch against F and B, or F, B and W).
 TEST_CASE("TheEstimateResolvesScheduleDefaultsAsTheScheduleDoes") {
   auto bytes_of = [](const std::vector<std::string>& overrides) {
     Config cfg;
@@ -175,7 +177,15 @@ TEST_CASE("TheEstimateResolvesScheduleDefaultsAsTheScheduleDoes") {
     if (info.chunked) explicit_keys.push_back("method.chunks=" + std::to_string(resolved.chunks)), ++chunked;
     if (info.replicated) explicit_keys.push_back("method.replicas=" + std::to_string(resolved.replicas)), ++replicated;
     INFO(m.name);
-    CHECK(bytes_of(base) == bytes_of(explicit_keys));
+    const auto items = bytes_of(base);
+    CHECK(items == bytes_of(explicit_keys));
+    ScheduleParams devices = resolved;
+    devices.stages = 4 / resolved.chunks;  // objective.stages counts blocks: an interleaved device holds `chunks`
+    const double ops = static_cast<double>(make_schedule(m.schedule, devices).ops.size());
+    REQUIRE(items.count("simulated schedule") == 1);
+    const double estimated_ops = items.at("simulated schedule") / kScheduleOpBytes;
+    CHECK(estimated_ops >= ops);
+    CHECK(estimated_ops <= 1.5 * ops);
   }
   CHECK(chunked >= 1);
   CHECK(replicated >= 1);
