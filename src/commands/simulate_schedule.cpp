@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <string>
 
+#include "src/checks/resource_estimate.hpp"
 #include "src/core/error.hpp"
 #include "src/core/memory.hpp"
 #include "src/io/schedule_file.hpp"
@@ -40,9 +41,10 @@ ScheduleOutcome simulate_schedule(const ScheduleRequest& req) {
     const ScheduleParams p = resolve_schedule_params(req.name, one);
     const double ops = 3.0 * static_cast<double>(req.params.microbatches) * std::max(1, req.params.stages) *
                        std::max(1, p.chunks) * std::max(1, p.replicas);
-    // 48 bytes per op: the op, the simulator's per-op state and delay bookkeeping; 16 more for
-    // the timeline's start and end; the read tables are per (micro-batch, block), below an op each
-    const double per_op = 48.0 + (timeline ? 16.0 + 8.0 : 0.0) + req.caller_bytes_per_op;
+    // the run estimate's bytes per op (the op, the simulator's per-op state and delay
+    // bookkeeping); 16 more for the timeline's start and end; the read tables are per
+    // (micro-batch, block), below an op each
+    const double per_op = kScheduleOpBytes + (timeline ? 16.0 + 8.0 : 0.0) + req.caller_bytes_per_op;
     check_memory(ops * per_op,
                  sizes_named(req.params) + ": a schedule of about " + std::to_string(static_cast<long long>(ops)) + " ops",
                  "reduce microbatches (--microbatches)");
