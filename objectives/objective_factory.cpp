@@ -190,21 +190,23 @@ const ObjectiveEntry& objective_entry(const std::string& name) {
   config_error("objective.name", "\"" + name + "\" is not valid; choose one of: " + ObjectiveRegistry::names_text());
 }
 
-std::string objectives_taking_arrays() {
-  std::string names;
-  for (const ObjectiveEntry& e : ObjectiveRegistry::entries())
-    if (e.array_data != ArrayData::None) names += (names.empty() ? "" : " or ") + e.name;
-  return names;
-}
-
-std::string objectives_exporting_arrays() {
+// the entries with a trait, as text: "a or b", "a, b or c"
+static std::string objectives_where(bool (*has)(const ObjectiveEntry&)) {
   std::vector<std::string> names;
   for (const ObjectiveEntry& e : ObjectiveRegistry::entries())
-    if (e.export_arrays) names.push_back(e.name);
+    if (has(e)) names.push_back(e.name);
   std::string text;
   for (size_t i = 0; i < names.size(); ++i)
     text += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
   return text;
+}
+
+std::string objectives_taking_arrays() {
+  return objectives_where([](const ObjectiveEntry& e) { return e.array_data != ArrayData::None; });
+}
+
+std::string objectives_exporting_arrays() {
+  return objectives_where([](const ObjectiveEntry& e) { return static_cast<bool>(e.export_arrays); });
 }
 
 std::unique_ptr<Objective> make_objective(const Config& cfg, BackendKind backend) {

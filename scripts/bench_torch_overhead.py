@@ -42,6 +42,19 @@ def sync(device: str):
         torch.cuda.synchronize()
 
 
+def timed(full_pass, step, order, full_passes, device):
+    """the seconds of a run's work: a full pass (k = 0), a step per micro-batch in `order`, the
+    remaining full passes, the device's queue drained"""
+    t0 = time.perf_counter()
+    full_pass()
+    for m in order:
+        step(m)
+    for _ in range(full_passes - 1):
+        full_pass()
+    sync(device)
+    return time.perf_counter() - t0
+
+
 def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
     """SGD on the same micro-batches: forward, backward, step; and the metrics' full passes"""
     params = list(net.parameters())
@@ -55,9 +68,7 @@ def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
             sl = slice(offsets[m], offsets[m + 1])
             (loss_fn(net(X[sl]), y[sl]) / M).backward()
 
-    t0 = time.perf_counter()
-    full_pass()
-    for m in order:
+    def step(m):
         sl = slice(offsets[m], offsets[m + 1])
         for p in params:
             p.grad = None
@@ -65,10 +76,8 @@ def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
         with torch.no_grad():
             for p in params:
                 p -= lr * p.grad
-    for _ in range(full_passes - 1):
-        full_pass()
-    sync(device)
-    return time.perf_counter() - t0
+
+    return timed(full_pass, step, order, full_passes, device)
 
 
 def stagewise_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
@@ -107,18 +116,14 @@ def stagewise_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
                     a += b
         return total
 
-    t0 = time.perf_counter()
-    full_pass()
-    for m in order:
+    def step(m):
         grads = gradients(m)
         with torch.no_grad():
             for ps, gs in zip(params, grads):
                 for p, g in zip(ps, gs):
                     p -= lr * g
-    for _ in range(full_passes - 1):
-        full_pass()
-    sync(device)
-    return time.perf_counter() - t0
+
+    return timed(full_pass, step, order, full_passes, device)
 
 
 def main():

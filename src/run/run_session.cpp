@@ -118,7 +118,6 @@ void RunSession::start_observer(const Method& method, int64_t stop_after) {
   opt.estimate_L = log_params_.estimate_L_for(!std::isfinite(f_->constants().L));
   opt.L_power_steps = log_params_.L_power_steps;
   exact_mean_ = opt.exact_mean;
-  lr_ = opt.lr;
   progress_line_ = std::make_unique<ProgressLine>(progress_, method.name(), plan_.updates);
   obs_ = std::make_unique<MetricsObserver>(*f_, log_.get(), opt,
                                            [line = progress_line_.get()](const MetricsRow& r) { line->print(r); });
@@ -160,7 +159,7 @@ TheoryConstants RunSession::theory(const RunReport& report) const {
   // an upper bound on every γ_k the run used (the file says so)
   t.lr_note = method_params_.lr_schedule.bound_note();
   t.G = m.G();
-  t.lr = lr_;
+  t.lr = method_params_.lr;
   t.delta0 = m.delta0();
   t.stages = f_->stages();
   t.updates = m.updates_done();

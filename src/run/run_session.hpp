@@ -72,7 +72,6 @@ class RunSession {
   const RunPlan& plan_;
   std::chrono::steady_clock::time_point t0_;
   bool progress_;
-  double lr_ = 0;
   bool exact_mean_ = true;
   std::unique_ptr<RunLog> log_;
   std::unique_ptr<ProgressLine> progress_line_;
