@@ -78,31 +78,4 @@ class GradientNoise {
   Rng rng_;
 };
 
-// The draws and per-block rules of a loop that steps one drawn block at a time (bcd, rpd):
-// which block, which mini-batch, the gradient noise and each block's update rule, with their
-// checkpoint form.
-struct BlockStepDraws {
-  StageSampler stages;
-  BatchSampler batches;
-  GradientNoise noise;
-  std::vector<std::unique_ptr<BlockOptimizer>> rules;
-  BlockStepDraws(const Objective& f, const MethodParams& p)
-      : stages(f.stages(), p.seed), batches(f.num_batches(), p.cyclic_batches, p.seed),
-        noise(p.grad_noise_std, p.seed) {
-    for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p.rule, f.blocks().size(s)));
-  }
-  void save(StateBag& b) const {
-    stages.save(b, "stages");
-    batches.save(b, "batches");
-    noise.save(b, "noise");
-    save_rules(b, "rules", rules);
-  }
-  void restore(const StateBag& b) {
-    stages.restore(b, "stages");
-    batches.restore(b, "batches");
-    noise.restore(b, "noise");
-    restore_rules(b, "rules", rules);
-  }
-};
-
 }  // namespace stale

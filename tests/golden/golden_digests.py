@@ -165,6 +165,40 @@ updates = 400
 name = "uniform"
 max = 8
 """ + BASE_LOG + "exact_mean = true\n", "ensemble"),
+    # the fresh-read loop (optimizers/fresh_read.cpp): sgd's whole-vector step with momentum
+    # and gradient noise, and bcd's drawn block with AdamW
+    "sgd_momentum_noise_logistic": ("""
+seed = 7
+[objective]
+name = "logistic"
+generator = "synthetic"
+dim = 96
+samples = 240
+batch_size = 6
+stages = 6
+l2 = 0.0001
+grad_noise_std = 0.01
+[method]
+name = "sgd"
+optimizer = "momentum"
+lr = 0.0625
+updates = 600
+""" + BASE_LOG + "exact_mean = true\n", "run"),
+    "bcd_adamw_least_squares": ("""
+seed = 8
+[objective]
+name = "quadratic"
+generator = "random"
+dim = 80
+samples = 160
+batch_size = 8
+stages = 5
+[method]
+name = "bcd"
+optimizer = "adamw"
+lr = 0.01
+updates = 500
+""" + BASE_LOG + "exact_mean = true\n", "run"),
     # float32 matrix products and the transformer's kernels (CPU twin); needs Tiny Shakespeare
     "pipedream_charlm_float32": ("""
 seed = 0
