@@ -6,6 +6,7 @@
 
 #include "objectives/linear/linear_model_cpu.hpp"
 #include "objectives/objective_factory.hpp"
+#include "optimizers/method.hpp"
 #include "src/core/error.hpp"
 #include "src/theory/stability_pattern.hpp"
 
@@ -17,8 +18,9 @@ StabilityReport predict_stability(StabilityRequest req) {
   RadiusOptions ro;
   ro.solver = parse_radius_solver(req.solver);
   ro.dense_max = req.dense_max;
-  ro.seed = static_cast<uint64_t>(cfg.get_int("seed"));
-  if (req.lrs.empty()) req.lrs.push_back(cfg.get_float("method.lr"));
+  const MethodParams method = MethodParams::from_config(cfg);  // seed and γ, parsed where every method's are
+  ro.seed = method.seed;
+  if (req.lrs.empty()) req.lrs.push_back(method.lr);
   for (double g : req.lrs)  // checked before the objective is built: a typo costs nothing
     if (!(g > 0) || !std::isfinite(g))
       throw UserError("stability: lr = " + std::to_string(g) + " is not a step size; give γ > 0 (e.g. --lr 0.01)");
