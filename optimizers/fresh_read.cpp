@@ -15,35 +15,47 @@ namespace stale {
 namespace {
 
 // what the loop carries between updates (checkpoints save and restore it, with the iterate):
-// the stage, batch and noise streams, the rules (one over all of w, or one per block) and k
+// the batch, noise and (drawn block) stage streams, the rules (one over all of w, or one per
+// block) and k
 struct LoopState {
   StageSampler stages;
   BatchSampler batches;
   GradientNoise noise;
   std::vector<std::unique_ptr<BlockOptimizer>> rules;
+  bool all_blocks;
   int64_t k = 0;
   LoopState(const Objective& f, const MethodParams& p, FreshStep step)
       : stages(f.stages(), p.seed), batches(f.num_batches(), p.cyclic_batches, p.seed),
-        noise(p.grad_noise_std, p.seed) {
-    if (step == FreshStep::AllBlocks) rules.push_back(make_block_optimizer(p.rule, f.dim()));
+        noise(p.grad_noise_std, p.seed), all_blocks(step == FreshStep::AllBlocks) {
+    if (all_blocks) rules.push_back(make_block_optimizer(p.rule, f.dim()));
     else
       for (int s = 0; s < f.stages(); ++s) rules.push_back(make_block_optimizer(p.rule, f.blocks().size(s)));
   }
+  // the layout each method's own loop wrote before they shared this one (sgd: one rule under
+  // "rule", no stage stream; bcd: "stages" and "rules"), so that a .partial of either resumes
   void save(StateBag& b, const Vec& w) const {
     b.put("k", k);
     b.put("w", w);
-    stages.save(b, "stages");
     batches.save(b, "batches");
     noise.save(b, "noise");
-    save_rules(b, "rules", rules);
+    if (all_blocks) {
+      rules[0]->save(b, "rule");
+    } else {
+      stages.save(b, "stages");
+      save_rules(b, "rules", rules);
+    }
   }
   void restore(const StateBag& b, Vec& w) {
     k = b.get_int("k");
     w = b.get_vec("w");
-    stages.restore(b, "stages");
     batches.restore(b, "batches");
     noise.restore(b, "noise");
-    restore_rules(b, "rules", rules);
+    if (all_blocks) {
+      rules[0]->restore(b, "rule");
+    } else {
+      stages.restore(b, "stages");
+      restore_rules(b, "rules", rules);
+    }
   }
 };
 
