@@ -61,12 +61,12 @@ struct LoopState {
 
 class FreshRead final : public Method {
  public:
-  FreshRead(const char* name, MethodParams p, FreshStep step) : name_(name), p_(p), all_(step == FreshStep::AllBlocks) {}
+  FreshRead(const char* name, MethodParams p, FreshStep step) : name_(name), p_(p), step_(step) {}
   std::string name() const override { return name_; }
   // K rounds up to whole steps (an all-blocks step is S block updates)
   RunPlan plan(const Objective& f) const override {
     RunPlan pl;
-    const int64_t per_update = all_ ? f.stages() : 1;
+    const int64_t per_update = all() ? f.stages() : 1;
     pl.updates = (p_.updates + per_update - 1) / per_update * per_update;
     if (pl.updates != p_.updates)
       pl.note = "method.updates = " + std::to_string(p_.updates) + " rounded up to whole SGD steps of S = " +
@@ -75,21 +75,22 @@ class FreshRead final : public Method {
   }
   RunReport run(const Objective& f, const RunPlan& plan, Vec& w, RunObserver& obs) const override {
     const auto& P = f.blocks();
-    LoopState st(f, p_, all_ ? FreshStep::AllBlocks : FreshStep::DrawnBlock);
-    Vec g(all_ ? f.dim() : P.max_size()), delta;
+    LoopState st(f, p_, step_);
+    const bool whole = all();
+    Vec g(whole ? f.dim() : P.max_size()), delta;
     if (const StateBag* resume = obs.resume_state()) st.restore(*resume, w);
     else obs.on_start(w);
     for (int64_t& k = st.k; k < plan.updates && !obs.should_stop();) {
       UpdateEvent e;
-      e.stage = all_ ? -1 : st.stages.next();  // −1: every block
+      e.stage = whole ? -1 : st.stages.next();  // −1: every block
       e.batch = st.batches.next();
-      const Index offset = all_ ? 0 : P.offset(e.stage), size = all_ ? f.dim() : P.size(e.stage);
+      const Index offset = whole ? 0 : P.offset(e.stage), size = whole ? f.dim() : P.size(e.stage);
       auto gs = g.head(size);
-      if (all_) e.batch_loss = f.batch_value_grad(w, e.batch, g);
+      if (whole) e.batch_loss = f.batch_value_grad(w, e.batch, g);
       else f.batch_block_grad(w, e.batch, e.stage, gs);
       st.noise.add(gs);
-      st.rules[all_ ? 0 : static_cast<size_t>(e.stage)]->step(w.segment(offset, size), gs, p_.lr_schedule.at(k), delta);
-      k += all_ ? f.stages() : 1;
+      st.rules[whole ? 0 : static_cast<size_t>(e.stage)]->step(w.segment(offset, size), gs, p_.lr_schedule.at(k), delta);
+      k += whole ? f.stages() : 1;
       e.k = k;
       e.grad_norm = gs.norm();
       obs.update_done(e, delta, w, [&](StateBag& b) { st.save(b, w); });
@@ -100,7 +101,8 @@ class FreshRead final : public Method {
  private:
   std::string name_;
   MethodParams p_;
-  bool all_;
+  FreshStep step_;
+  bool all() const { return step_ == FreshStep::AllBlocks; }
 };
 
 }  // namespace
