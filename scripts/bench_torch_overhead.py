@@ -11,6 +11,7 @@ results/PERFORMANCE.md ("PyTorch stages") holds the numbers.
 
     python3 scripts/bench_torch_overhead.py                       # float32, width 512, batch 256
     python3 scripts/bench_torch_overhead.py --dtype float64 --width 256
+    python3 scripts/bench_torch_overhead.py --width 1024 --batch 64 --parts   # and one stage op's pieces
     python3 scripts/bench_torch_overhead.py --device cuda --width 4096 --batch 4096 --threads 16
 
 The ratio is the price of the stage-wise view (one autograd graph per stage, activations and
@@ -126,6 +127,44 @@ def stagewise_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
     return timed(full_pass, step, order, full_passes, device)
 
 
+def per_call_ms(fn, device, calls=10):
+    """milliseconds per call of fn, after one call that pays for torch's set-up"""
+    fn()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync(device)
+    return (time.perf_counter() - t0) / calls * 1e3
+
+
+def stage_op_parts(model, w, x, grad_out, device):
+    """where one stage op's time goes (stage 1, through the adapter and without it): the same
+    forward + backward in plain PyTorch (the stage's own module, no weight loads), one load of
+    w_s into the stage's parameters (a float64 -> model dtype copy; the adapter makes one per
+    forward and one per backward), the gather of the parameter gradients into one vector, and
+    one float64 pass over a block of w_s's size (a copy: the unit of the executor's passes, e.g.
+    the block read into Z, g = x + 0, each pass of the step)"""
+    s, mod = 1, model.modules[1]
+    params = model._params[s]
+    g = model._gradient(grad_out)
+
+    def plain():
+        xx = x.detach().requires_grad_(True)
+        out = mod(xx)
+        torch.autograd.grad(out, params + [xx], g.reshape(out.shape))
+
+    _, (x_t, out) = model.forward(s, 0, x, w[s])
+    grads = torch.autograd.grad(out, params, g.reshape(out.shape))
+    src, dst = np.asarray(w[s]), np.empty_like(np.asarray(w[s]))
+    return {
+        "plain forward + backward of the stage": per_call_ms(plain, device),
+        "one load of w_s (float64 -> model dtype)": per_call_ms(lambda: model._load(s, w[s]), device),
+        "gather of the parameter gradients": per_call_ms(lambda: torch.cat([q.reshape(-1) for q in grads]), device),
+        "one float64 pass over the block (copy)": per_call_ms(lambda: np.copyto(dst, src), "cpu"),
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--width", type=int, default=512)
@@ -139,6 +178,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="where the model's tensors live (the harness's own state stays on the host)")
+    ap.add_argument("--parts", action="store_true",
+                    help="also time the parts of one stage op (plain forward + backward, a weight load, the "
+                         "gradient gather, a float64 pass over the block)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dtype = getattr(torch, a.dtype)
@@ -167,13 +209,8 @@ def main():
         out, cache = model.forward(1, 0, x, w[1])
         model.backward(1, 0, grad_out, w[1], cache)
 
-    stage_op()  # the first call pays for torch's set-up
-    sync(a.device)
-    t0 = time.perf_counter()
-    for _ in range(10):
-        stage_op()
-    sync(a.device)
-    op_ms = (time.perf_counter() - t0) / 10 * 1e3
+    op_ms = per_call_ms(stage_op, a.device)
+    parts = stage_op_parts(model, w, x, grad_out, a.device) if a.parts else None
 
     harness, plain, stagewise = [], [], []
     for _ in range(a.repeats):
@@ -192,6 +229,14 @@ def main():
     print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s), {where}; S={S} stages of Linear({a.width},{a.width})+Tanh, "
           f"batch {a.batch}, M={a.batches}, {a.microbatches} micro-batches under {a.method}, 2 full passes (metrics)")
     print(f"one stage op (forward + backward of stage 1 through stale.torch): {op_ms:.2f} ms")
+    if parts:
+        d = sum(p.numel() for p in model._params[1])
+        print(f"  its parts (stage 1: {d} parameters):")
+        for what, ms in parts.items():
+            print(f"    {what}: {ms:.3f} ms")
+        plain_ms, load_ms = parts["plain forward + backward of the stage"], parts["one load of w_s (float64 -> model dtype)"]
+        print(f"  a driver whose only extra work were the op's weight loads (one, or one per pass): "
+              f"{(plain_ms + load_ms) / plain_ms:.2f}x to {(plain_ms + 2 * load_ms) / plain_ms:.2f}x the plain stage op")
     print(f"harness run (stale.run):  {h:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in harness)})")
     print(f"plain PyTorch loop:       {p:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in plain)})")
     print(f"stage-wise PyTorch loop:  {sw:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in stagewise)})")
