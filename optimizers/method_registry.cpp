@@ -15,13 +15,19 @@ const MethodEntry& method_entry(const std::string& name) {
   config_error("method.name", "\"" + name + "\" is not a known method; choose one of: " + MethodRegistry::names_text());
 }
 
+ExecutorOptions schedule_executor_options(const Config& cfg, const std::string& schedule, bool stash, bool predict,
+                                          const MethodParams& p) {
+  ExecutorOptions o = ExecutorOptions::from_config(cfg, schedule, p);
+  o.stash = stash;
+  o.predict = predict && cfg.get_bool("method.prediction");
+  return o;
+}
+
 std::function<std::unique_ptr<Method>(const Config&, const MethodParams&, const Objective&)> schedule_method_factory(
     const std::string& name, const std::string& schedule, bool stash, bool predict) {
   return [name, schedule, stash, predict](const Config& cfg, const MethodParams& p, const Objective&) {
-    ExecutorOptions o = ExecutorOptions::from_config(cfg, schedule, p);
-    o.stash = stash;
-    o.predict = predict && cfg.get_bool("method.prediction");
-    return std::unique_ptr<Method>(std::make_unique<ScheduleMethod>(name, o));
+    return std::unique_ptr<Method>(
+        std::make_unique<ScheduleMethod>(name, schedule_executor_options(cfg, schedule, stash, predict, p)));
   };
 }
 

@@ -36,12 +36,19 @@ struct MethodEntry {
 };
 
 using MethodRegistry = Registry<MethodEntry>;
+struct ExecutorOptions;  // optimizers/schedule_executor.hpp
 
 // The entry of method.name (UserError listing the valid names).
 const MethodEntry& method_entry(const std::string& name);
 
-// A ScheduleDriven entry's factory: the executor over `schedule`, with or without stashing
-// (the schedule's own setting when stash = true) and PipeMare's prediction.
+// What a ScheduleDriven entry's executor runs with: the plan's and the method's parameters
+// over `schedule`, stashing (the schedule's own setting when stash = true), and PipeMare's
+// prediction where the entry predicts and method.prediction leaves it on. Its factory and the
+// stability predictor both ask this.
+ExecutorOptions schedule_executor_options(const Config& cfg, const std::string& schedule, bool stash, bool predict,
+                                          const MethodParams& p);
+
+// A ScheduleDriven entry's factory: the executor of schedule_executor_options.
 std::function<std::unique_ptr<Method>(const Config&, const MethodParams&, const Objective&)> schedule_method_factory(
     const std::string& name, const std::string& schedule, bool stash, bool predict);
 

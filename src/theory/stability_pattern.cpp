@@ -215,11 +215,11 @@ DelayPattern pattern_from_config(const Config& cfg, const std::string& order) {
     config_error("method.name", "\"" + name + "\" trains replicas, which the stability predictor does not model; choose "
                                               "one of: " + valid);
   }
-  if (entry.predict && cfg.get_bool("method.prediction"))
+  const std::string& schedule = entry.schedule;
+  ExecutorOptions o = schedule_executor_options(cfg, schedule, entry.stash, entry.predict, method);
+  if (o.predict)
     config_error("method.prediction", "true: PipeMare's weight prediction adds the velocity to the recursion, which "
                                       "the predictor does not model (set it false: PipeDream without stashing)");
-  const std::string& schedule = entry.schedule;
-  ExecutorOptions o = ExecutorOptions::from_config(cfg, schedule);
   if (S % std::max(1, o.params.chunks) != 0)
     config_error("objective.stages", std::to_string(S) + " is not a multiple of method.chunks = " +
                                          std::to_string(o.params.chunks));

@@ -21,6 +21,7 @@
 #include "src/theory/stability_pattern.hpp"
 #include "tests/support/observers.hpp"
 #include "tests/support/test_util.hpp"
+#include "tests/support/user_error.hpp"
 
 TEST_SUITE_BEGIN("run");
 
@@ -294,6 +295,27 @@ TEST_CASE("PredictedRadiusIsTheMeasuredGrowthOfRpdWithAConstantDelayInCyclicOrde
   method->run(*p.f, w, h);
   double rate = 0;
   check_growth(rec, gamma, h, *p.f->constants().w_star, 4 * delta, K, &rate);
+}
+
+// PipeMare's prediction switch is read where its executor options are made
+// (schedule_executor_options): on, the predictor refuses in one line naming the key; off, the
+// method is PipeDream without stashing on the same schedule, so the recursion is that one's
+TEST_CASE("PipeMareIsRefusedWithPredictionAndIsPipeDreamWithoutStashingWithout") {
+  const std::string refused = test::error_of([] { pattern_from_config(quad(8, 4, "pipemare"), "cyclic"); });
+  CHECK(refused.find("method.prediction") != std::string::npos);
+  CHECK(refused.find('\n') == std::string::npos);
+  Config without = quad(8, 4, "pipemare");
+  without.apply_override("method.prediction=false");
+  const DelayPattern off = pattern_from_config(without, "cyclic");
+  const DelayPattern nostash = pattern_from_config(quad(8, 4, "pipedream-nostash"), "cyclic");
+  REQUIRE(off.length() > 0);
+  CHECK(off.length() == nostash.length());
+  CHECK(off.start == nostash.start);
+  CHECK(off.description == nostash.description);
+  for (int64_t i = 0; i < std::min(off.length(), nostash.length()); ++i) {
+    CHECK(off.period[static_cast<size_t>(i)].block == nostash.period[static_cast<size_t>(i)].block);
+    CHECK(off.period[static_cast<size_t>(i)].delays == nostash.period[static_cast<size_t>(i)].delays);
+  }
 }
 
 TEST_CASE("StabilityCommandPrintsRhoAndGammaMaxAndRejectsBadInputWithExitTwo") {
