@@ -160,7 +160,7 @@ def stage_op_parts(model, w, x, grad_out, device):
     return {
         "plain forward + backward of the stage": per_call_ms(plain, device),
         "one load of w_s (float64 -> model dtype)": per_call_ms(lambda: model._load(s, w[s]), device),
-        "gather of the parameter gradients": per_call_ms(lambda: torch.cat([q.reshape(-1) for q in grads]), device),
+        "gather of the parameter gradients": per_call_ms(lambda: model._gather(s, grads), device),
         "one float64 pass over the block (copy)": per_call_ms(lambda: np.copyto(dst, src), "cpu"),
     }
 

@@ -226,11 +226,16 @@ class TorchStages(StageModel):
         params = self._params[s]
         inputs = params + [x_t] if x_t.requires_grad else params
         grads = torch.autograd.grad(out, inputs, self._gradient(grad_out).reshape(out.shape), allow_unused=True)
-        g_w = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params)]
-        g_w = g_w[0].reshape(-1) if len(g_w) == 1 else torch.cat([g.reshape(-1) for g in g_w])
+        g_w = self._gather(s, grads[:len(params)])
         g_in = grads[len(params)] if len(grads) > len(params) else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
         # the input gradient stays a tensor on the device: the harness holds it for the next backward
         return g_w.detach().cpu().numpy(), (g_in.detach() if g_in is not None else None)
+
+    def _gather(self, s: int, grads) -> torch.Tensor:
+        """stage s's parameter gradients as one vector, in its parameters' order (zeros for a
+        parameter the output does not depend on)"""
+        g_w = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, self._params[s])]
+        return g_w[0].reshape(-1) if len(g_w) == 1 else torch.cat([g.reshape(-1) for g in g_w])
 
     def loss(self, m: int, last):
         last_t = self._activation(last, self.stages).requires_grad_(True)
