@@ -6,7 +6,9 @@ and the same full-data value-and-gradient passes the run's metrics make at k = 0
 prints both with their ratio. A third loop, also plain PyTorch, does that work stage by stage as the
 harness must (each stage's output detached, one autograd call per stage and one for the loss,
 each stage stepping its own parameters): harness / stage-wise is what the harness itself costs,
-stage-wise / plain what splitting a model into stages costs in PyTorch whoever drives it.
+stage-wise / plain what splitting a model into stages costs in PyTorch whoever drives it. For a
+float32 model a fourth loop steps float64 master weights in plain PyTorch (the harness's iterates
+are float64): harness / master is the harness's cost beyond that choice.
 results/PERFORMANCE.md ("PyTorch stages") holds the numbers.
 
     python3 scripts/bench_torch_overhead.py                       # float32, width 512, batch 256
@@ -77,6 +79,35 @@ def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
         with torch.no_grad():
             for p in params:
                 p -= lr * p.grad
+
+    return timed(full_pass, step, order, full_passes, device)
+
+
+def master_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
+    """the plain loop, but stepping float64 master weights as the harness does (its iterates are
+    float64 whatever the model's dtype): per step the gradients cast up, the float64 step, and
+    the weights cast down into the model; for a float64 model the plain loop itself"""
+    params = list(net.parameters())
+    master = [p.detach().to(torch.float64, copy=True) for p in params]
+    loss_fn = torch.nn.functional.cross_entropy
+    M = len(offsets) - 1
+
+    def full_pass():
+        for p in params:
+            p.grad = None
+        for m in range(M):
+            sl = slice(offsets[m], offsets[m + 1])
+            (loss_fn(net(X[sl]), y[sl]) / M).backward()
+
+    def step(m):
+        sl = slice(offsets[m], offsets[m + 1])
+        for p in params:
+            p.grad = None
+        loss_fn(net(X[sl]), y[sl]).backward()
+        with torch.no_grad():
+            for p, w in zip(params, master):
+                w -= lr * p.grad.to(torch.float64)
+                p.copy_(w)
 
     return timed(full_pass, step, order, full_passes, device)
 
@@ -212,7 +243,7 @@ def main():
     op_ms = per_call_ms(stage_op, a.device)
     parts = stage_op_parts(model, w, x, grad_out, a.device) if a.parts else None
 
-    harness, plain, stagewise = [], [], []
+    harness, plain, stagewise, master = [], [], [], []
     for _ in range(a.repeats):
         model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy,
                                         batch_size=a.batch, dtype=dtype, device=a.device)
@@ -224,6 +255,9 @@ def main():
                                 device=a.device))
         stagewise.append(stagewise_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
                                         device=a.device))
+        if dtype != torch.float64:
+            master.append(master_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
+                                      device=a.device))
     h, p, sw = statistics.median(harness), statistics.median(plain), statistics.median(stagewise)
     where = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
     print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s), {where}; S={S} stages of Linear({a.width},{a.width})+Tanh, "
@@ -240,8 +274,14 @@ def main():
     print(f"harness run (stale.run):  {h:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in harness)})")
     print(f"plain PyTorch loop:       {p:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in plain)})")
     print(f"stage-wise PyTorch loop:  {sw:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in stagewise)})")
+    if master:
+        fm = statistics.median(master)
+        print(f"plain loop, float64 master weights: {fm:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in master)})")
     print(f"ratio harness / plain:    {h / p:.3f}")
     print(f"ratio harness / stage-wise (the harness's own cost): {h / sw:.3f};  stage-wise / plain (the split's): {sw / p:.3f}")
+    if master:
+        print(f"ratio harness / plain with float64 master weights: {h / fm:.3f};  master / plain (float64 iterates' "
+              f"cost in plain PyTorch): {fm / p:.3f}")
 
 
 if __name__ == "__main__":

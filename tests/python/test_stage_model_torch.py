@@ -250,3 +250,33 @@ def test_torch_backward_uses_the_weights_of_the_backward_pass_as_the_numpy_oracl
         finals[method] = mine.iterates[-1]
     # and the weights of the backward pass matter here: without stashing the run is another one
     assert np.linalg.norm(finals["pipedream-nostash"] - finals["pipedream"]) > 1e-6 * np.linalg.norm(finals["pipedream"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_torch_run_does_not_depend_on_torchs_thread_count(dtype):
+    """torch's own intra-op threads (its GEMMs split over them) leave every logged number and
+    iterate as they are with one thread: stale's rule that results do not depend on the thread
+    count, checked where the arithmetic is torch's. Products of 128 × 256 by 256 × 256 are large
+    enough for torch to split them (below its grain size it would not, and the test would show
+    nothing)."""
+    g = np.random.default_rng(3)
+    X, y = g.standard_normal((512, 256)), g.integers(0, 10, 512)
+
+    def run():
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Tanh()) for _ in range(3)],
+                                  torch.nn.Linear(256, 10))
+        model = st.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=128, dtype=dtype)
+        return stale.run({**RUN, "method.name": "pipedream", "method.lr": 0.05, "method.updates": 48, "log.every": 8},
+                         model=model)
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = run()
+        torch.set_num_threads(3)
+        three = run()
+    finally:
+        torch.set_num_threads(before)
+    assert_runs_close(three, one, rtol=0)
+    assert one.status == "ok" and one.series("loss")[-1] < one.series("loss")[0]
