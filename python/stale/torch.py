@@ -27,7 +27,10 @@ Initial point: the modules' own parameters as handed over (every seed starts the
 init="reset", each submodule's reset_parameters() under torch.manual_seed(seed).
 Dropout: every stage's forward pass draws from a generator seeded by (run seed, stage, batch),
 so f_m is one deterministic function, the same in a resumed run, and f = (1/M) Σ f_m is what
-the metrics measure (validation_loss runs in eval mode, without dropout).
+the metrics measure (validation_loss runs in eval mode, without dropout). A buffer that a
+forward pass changes (BatchNorm's running statistics) would be state outside w, which a run
+neither resets nor checkpoints: it is refused (one forward of batch 0 at construction finds it);
+constant buffers are fine.
 """
 from __future__ import annotations
 
@@ -127,10 +130,46 @@ class TorchStages(StageModel):
             self.validation = (Xv.to(dtype) if Xv.is_floating_point() else Xv, yv.to(dtype) if yv.is_floating_point() else yv)
         else:
             self.validation_loss = None  # no held-out set: the driver sees no validation_loss
+        self._refuse_state_outside_w(modules)
         self._name = name or "TorchStages"
         self.description = description or " → ".join(type(m).__name__ for m in modules)
         self.seed = 0
         self._constants = dict(constants or {})
+
+    def _refuse_state_outside_w(self, modules):
+        """A buffer that a train-mode forward pass changes (BatchNorm's running statistics and
+        their counter, a module's own counters) is state outside w: the harness would neither
+        reset it between runs nor checkpoint it, and the metrics' full passes would move it, so
+        val_loss would depend on log.every and a resumed run on where it was cut. One forward of
+        batch 0 through every stage, in train mode and without gradients, on the adapter's
+        copies (restored afterwards; the user's random streams untouched), finds any such
+        buffer. A stage that fails on it is left to the driver's probe, which reports it."""
+        saved = [{n: b.detach().clone() for n, b in mod.named_buffers()} for mod in self.modules]
+        if not any(saved):
+            return
+        changed = None
+        with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            a = self.X[self.offsets[0]:self.offsets[1]]
+            try:
+                for s, mod in enumerate(self.modules):
+                    a = mod(a)
+                    for n, b in mod.named_buffers():
+                        old = saved[s].get(n)
+                        if changed is None and (old is None or b.shape != old.shape or not torch.equal(b, old)):
+                            changed = (s, n, type(mod.get_submodule(n.rpartition(".")[0])).__name__)
+            except Exception:  # noqa: BLE001 - the probe says what is wrong with the stage
+                pass
+            finally:
+                for mod, before in zip(self.modules, saved):
+                    for n, b in mod.named_buffers():
+                        if n in before and b.shape == before[n].shape:
+                            b.copy_(before[n])
+        if changed is not None:
+            s, n, kind = changed
+            raise ConfigError(f"stale.torch: stage {s}'s buffer '{n}' ({kind}) changes in a forward pass: state outside w "
+                              "that a run neither resets nor checkpoints (val_loss would depend on log.every, a resumed "
+                              "run on where it was cut); use BatchNorm(track_running_stats=False), LayerNorm or GroupNorm, or "
+                              "keep the state in a parameter of the stage")
 
     def constants(self) -> dict:
         return self._constants

@@ -280,3 +280,44 @@ def test_a_torch_run_does_not_depend_on_torchs_thread_count(dtype):
         torch.set_num_threads(before)
     assert_runs_close(three, one, rtol=0)
     assert one.status == "ok" and one.series("loss")[-1] < one.series("loss")[0]
+
+
+class _Counter(torch.nn.Module):
+    """a stage that counts its calls in a buffer: state outside w"""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 3)
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x)
+
+
+def test_a_buffer_a_forward_pass_changes_is_refused_and_constant_buffers_run(tmp_path):
+    X, y = data()
+
+    def with_norm(norm):
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(6, 12), norm, torch.nn.Tanh()), torch.nn.Linear(12, 3))
+
+    for stages, match in ((with_norm(torch.nn.BatchNorm1d(12)), r"stage 0's buffer '1\.running_mean' \(BatchNorm1d\) changes in a forward pass"),
+                          ([_Counter(), torch.nn.Linear(3, 3)], r"stage 0's buffer 'calls' \(_Counter\) changes in a forward pass")):
+        before = [b.clone() for b in (stages.buffers() if isinstance(stages, torch.nn.Module) else stages[0].buffers())]
+        with pytest.raises(stale.ConfigError, match=match) as e:
+            st.TorchStages(stages, (X, y), torch.nn.functional.cross_entropy, batch_size=8)
+        assert "\n" not in str(e.value) and "track_running_stats=False" in str(e.value)
+        # the modules handed over are not touched by the check
+        after = list(stages.buffers() if isinstance(stages, torch.nn.Module) else stages[0].buffers())
+        assert all(torch.equal(a, b) for a, b in zip(after, before))
+    # batch statistics without running ones, and a constant buffer, are functions of the batch and w:
+    # a second run of the same model repeats the first bit for bit
+    net = with_norm(torch.nn.BatchNorm1d(12, track_running_stats=False))
+    net[1].register_buffer("scale", torch.tensor(2.0, dtype=torch.float64))
+    net[1].register_forward_hook(lambda mod, inp, out: out * mod.scale)
+    model = st.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=8, validation=data(16, seed=9))
+    case = {**RUN, "method.name": "pipedream", "method.updates": 48, "log.every": 8}
+    a, b = stale.run(case, model=model), stale.run(case, model=model)
+    assert_runs_close(b, a, rtol=0)
+    assert a.status == "ok" and np.all(np.isfinite(a.series("val_loss")))
