@@ -29,7 +29,8 @@ Dropout: every stage's forward pass draws from a generator seeded by (run seed, 
 so f_m is one deterministic function, the same in a resumed run, and f = (1/M) Σ f_m is what
 the metrics measure (validation_loss runs in eval mode, without dropout). A buffer that a
 forward pass changes (BatchNorm's running statistics) would be state outside w, which a run
-neither resets nor checkpoints: it is refused (one forward of batch 0 at construction finds it);
+neither resets nor checkpoints: it is refused, as are a stage that changes its input in place
+and one that returns more than a tensor (one forward of batch 0 at construction finds them);
 constant buffers are fine.
 """
 from __future__ import annotations
@@ -130,46 +131,62 @@ class TorchStages(StageModel):
             self.validation = (Xv.to(dtype) if Xv.is_floating_point() else Xv, yv.to(dtype) if yv.is_floating_point() else yv)
         else:
             self.validation_loss = None  # no held-out set: the driver sees no validation_loss
-        self._refuse_state_outside_w(modules)
+        self._probe()
         self._name = name or "TorchStages"
         self.description = description or " → ".join(type(m).__name__ for m in modules)
         self.seed = 0
         self._constants = dict(constants or {})
 
-    def _refuse_state_outside_w(self, modules):
-        """A buffer that a train-mode forward pass changes (BatchNorm's running statistics and
-        their counter, a module's own counters) is state outside w: the harness would neither
-        reset it between runs nor checkpoint it, and the metrics' full passes would move it, so
-        val_loss would depend on log.every and a resumed run on where it was cut. One forward of
-        batch 0 through every stage, in train mode and without gradients, on the adapter's
-        copies (restored afterwards; the user's random streams untouched), finds any such
-        buffer. A stage that fails on it is left to the driver's probe, which reports it."""
+    def _probe(self):
+        """One forward of batch 0 through every stage, in train mode and without gradients, on
+        the adapter's copies (their buffers restored afterwards, the user's random streams
+        untouched), refuses what a run could not see or undo:
+        - an output that is not one tensor (an LSTM's (out, state) tuple);
+        - a stage that changes its input in place (ReLU(inplace=True) first): the input is the
+          previous stage's output, which that stage's backward pass needs, or at stage 0 the
+          data themselves;
+        - a buffer that a forward pass changes (BatchNorm's running statistics, a module's own
+          counters): state outside w that a run neither resets nor checkpoints, so the
+          metrics' full passes would move it (val_loss would depend on log.every) and a resumed
+          run would differ from an uninterrupted one.
+        A stage that fails on batch 0 is left to the driver's probe, which reports it."""
         saved = [{n: b.detach().clone() for n, b in mod.named_buffers()} for mod in self.modules]
-        if not any(saved):
-            return
-        changed = None
+        problem = None
         with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             a = self.X[self.offsets[0]:self.offsets[1]]
             try:
                 for s, mod in enumerate(self.modules):
-                    a = mod(a)
+                    a = a.clone()
+                    version = a._version
+                    out = mod(a)
+                    kind = type(mod).__name__
+                    if not isinstance(out, torch.Tensor):
+                        problem = (f"stage {s} ({kind}) returned a {type(out).__name__}; a stage returns one tensor, the "
+                                   "next stage's input (of an LSTM's (out, state): out, _ = self.lstm(x))")
+                    elif a._version != version:
+                        problem = (f"stage {s} ({kind}) changes its input in place (an in-place op first, e.g. "
+                                   "ReLU(inplace=True)); the input is the previous stage's output, which its backward "
+                                   "pass needs (at stage 0 the data): make that op out of place")
                     for n, b in mod.named_buffers():
                         old = saved[s].get(n)
-                        if changed is None and (old is None or b.shape != old.shape or not torch.equal(b, old)):
-                            changed = (s, n, type(mod.get_submodule(n.rpartition(".")[0])).__name__)
-            except Exception:  # noqa: BLE001 - the probe says what is wrong with the stage
+                        if problem is None and (old is None or b.shape != old.shape or not torch.equal(b, old)):
+                            problem = (f"stage {s}'s buffer '{n}' ({type(mod.get_submodule(n.rpartition('.')[0])).__name__}) "
+                                       "changes in a forward pass: state outside w that a run neither resets nor "
+                                       "checkpoints (val_loss would depend on log.every, a resumed run on where it was "
+                                       "cut); use BatchNorm(track_running_stats=False), LayerNorm or GroupNorm, or keep "
+                                       "the state in a parameter of the stage")
+                    if problem is not None:
+                        break
+                    a = out
+            except Exception:  # noqa: BLE001 - the driver's probe runs the stage again and reports it
                 pass
             finally:
                 for mod, before in zip(self.modules, saved):
                     for n, b in mod.named_buffers():
                         if n in before and b.shape == before[n].shape:
                             b.copy_(before[n])
-        if changed is not None:
-            s, n, kind = changed
-            raise ConfigError(f"stale.torch: stage {s}'s buffer '{n}' ({kind}) changes in a forward pass: state outside w "
-                              "that a run neither resets nor checkpoints (val_loss would depend on log.every, a resumed "
-                              "run on where it was cut); use BatchNorm(track_running_stats=False), LayerNorm or GroupNorm, or "
-                              "keep the state in a parameter of the stage")
+        if problem is not None:
+            raise ConfigError("stale.torch: " + problem)
 
     def constants(self) -> dict:
         return self._constants
@@ -279,6 +296,10 @@ class TorchStages(StageModel):
     def loss(self, m: int, last):
         last_t = self._activation(last, self.stages).requires_grad_(True)
         value = self.loss_fn(last_t, self.y[self.offsets[m]:self.offsets[m + 1]])
+        if not isinstance(value, torch.Tensor) or value.numel() != 1:
+            shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise ConfigError(f"stale.torch: loss_fn returned {shape}; it must return the batch's mean loss as a "
+                              "scalar tensor, differentiable in its first argument (e.g. reduction='mean')")
         (g,) = torch.autograd.grad(value, [last_t])
         return float(value.detach()), g.detach()
 

@@ -321,3 +321,37 @@ def test_a_buffer_a_forward_pass_changes_is_refused_and_constant_buffers_run(tmp
     a, b = stale.run(case, model=model), stale.run(case, model=model)
     assert_runs_close(b, a, rtol=0)
     assert a.status == "ok" and np.all(np.isfinite(a.series("val_loss")))
+
+
+class _LstmStage(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(6, 5, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x.unsqueeze(1))  # (out, (h, c)): not one tensor
+
+
+def test_a_tuple_output_an_in_place_input_and_a_non_scalar_loss_are_one_line_errors(tmp_path):
+    X, y = data()
+    X0 = X.copy()
+    L, ce = torch.nn.Linear, torch.nn.functional.cross_entropy
+    torch.manual_seed(0)
+    cases = [
+        ([_LstmStage(), L(5, 3)], ce, r"stage 0 \(_LstmStage\) returned a tuple; a stage returns one tensor"),
+        # stage 0's input is the data (torch.as_tensor shares the caller's float64 array): the
+        # check runs on a copy, so the refusal leaves X as it was
+        ([torch.nn.Sequential(torch.nn.ReLU(inplace=True), L(6, 12)), L(12, 3)], ce,
+         r"stage 0 \(Sequential\) changes its input in place"),
+        ([torch.nn.Sequential(L(6, 12), torch.nn.Tanh()), torch.nn.Sequential(torch.nn.ReLU(inplace=True), L(12, 3))], ce,
+         r"stage 1 \(Sequential\) changes its input in place"),
+        ([L(6, 12), L(12, 3)], lambda o, t: ce(o, t, reduction="none"), r"loss_fn returned \(8,\); it must return the batch's mean loss"),
+        ([L(6, 12), L(12, 3)], lambda o, t: ce(o, t).item(), r"loss_fn returned float"),
+    ]
+    for stages, loss, match in cases:
+        with pytest.raises(stale.ConfigError, match=match) as e:
+            stale.run({**RUN, "method.name": "pipedream"}, model=st.TorchStages(stages, (X, y), loss, batch_size=8),
+                      out=tmp_path / "x.h5")
+        assert "\n" not in str(e.value)
+        np.testing.assert_array_equal(X, X0)
+    assert list(tmp_path.iterdir()) == []
