@@ -12,6 +12,7 @@
 //    from the ones the forward saw.
 // Batches are a fixed partition of the samples into M near-equal parts; the sampler lives in
 // the method, not here.
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -218,6 +219,13 @@ class Objective {
   // it with its size and SHA-256
   const std::string& data_file() const { return data_file_; }
   void set_data_file(std::string path) { data_file_ = std::move(path); }
+  // for data handed over in memory (a Python model's: python/stale/model.py), the SHA-256 of
+  // what identifies them and the bytes it covered, which the run file records in place of a
+  // data file's and a resume checks as it checks a file's; "" for a data file or generated data
+  virtual std::string data_checksum(uint64_t* bytes) const {
+    (void)bytes;
+    return "";
+  }
   // whether the exact ‖∇f(w_k)‖² at every update is cheap (a tracker moves it per block
   // change): log.exact_mean = "auto" follows it
   virtual bool cheap_exact_metrics() const { return false; }

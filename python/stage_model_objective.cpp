@@ -119,6 +119,8 @@ StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : dri
   has_validation_ = nb::cast<bool>(info["has_validation"]);
   f32_ = nb::cast<std::string>(info["activation_dtype"]) == "float32";
   keeps_activations_ = nb::cast<bool>(info["keeps_activations"]);
+  data_sha_ = nb::cast<std::string>(info["data_sha256"]);
+  data_bytes_ = nb::cast<uint64_t>(info["data_bytes"]);
   w0_.resize(d);
   array_to_vec(info["w0"], w0_, "the initial point");
   const nb::dict c = nb::cast<nb::dict>(info["constants"]);

@@ -19,6 +19,8 @@ one flat float64 block per stage. What a subclass provides:
     loss(m, last) -> (loss, grad_last)           the batch's mean loss and d loss / d last
     validation_loss(blocks) -> float             optional: held-out loss (/metrics/val_loss)
     start(seed)                                  optional: told the run's seed before anything else
+    fingerprint() -> [array | bytes | str, …]    optional: what identifies the model's data and
+                                                 function (default: every batch's input(m))
     constants() -> dict                          optional: L, L_exact, mu, f_star, f_low, w_star,
                                                  f_star_method, f_star_is_lower_bound
 
@@ -30,6 +32,12 @@ Activations arrive as C-ordered float64 arrays the model may keep (in its cache)
 `activation_dtype = "float32"` gets them in float32 (the harness keeps them in float64; the
 cast happens in the copy). Results may be float32 or float64 (other types become float64).
 
+A resume checks that it continues the same model: the run file records a SHA-256 over the
+stages' sizes, the batches' rows and the model's fingerprint() (without one, every input(m); a
+model whose loss reads data of its own, labels, should define it: stale.torch's covers X, y, the
+validation set, the modules' structure and the dtype), and a resume with another one is refused
+(force=True continues, recorded as resume_forced).
+
 Checks (each a one-line stale.ConfigError, raised before any run file exists where the probe of
 batch 0 at the initial point finds it): a stage whose output changes shape between calls (rows
 follow the batch), gradients whose shapes or sizes do not match, a stage without parameters,
@@ -37,6 +45,8 @@ empty batches, a non-finite loss at the initial point. A loss that becomes non-f
 the run is not an error: the run ends with status "diverged" (log.divergence), a recorded result.
 """
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 
@@ -248,6 +258,24 @@ class _Driver:
         w = self._view(w)
         return float(self.model.validation_loss([w[offsets[s]:offsets[s + 1]] for s in range(self.stages)]))
 
+    def data_checksum(self) -> tuple[str, int]:
+        """SHA-256 (hex) of what a resume must find again, and the bytes it covered: the
+        stages' sizes, the batches' rows and the model's fingerprint() (else every input(m))"""
+        h = hashlib.sha256(repr((self.sizes, self.rows, self.activation_dtype)).encode())
+        fingerprint = getattr(self.model, "fingerprint", None)
+        parts = fingerprint() if callable(fingerprint) else (self.model.input(m) for m in range(self.M))
+        n = 0
+        for part in parts:
+            if isinstance(part, str):
+                part = part.encode()
+            if not isinstance(part, bytes):
+                a = np.ascontiguousarray(part.detach().cpu().numpy() if hasattr(part, "detach") else np.asarray(part))
+                h.update(f"{a.dtype.str}{a.shape}".encode())
+                part = a.view(np.uint8).reshape(-1) if a.size else b""
+            h.update(part)
+            n += len(part)
+        return h.hexdigest(), n
+
     def prepare(self, seed: int) -> dict:
         """What the C++ objective needs, after a probe of batch 0 through every stage at the
         initial point (forward, loss, backward): the model's shape, size and finiteness
@@ -286,8 +314,9 @@ class _Driver:
             if constants["w_star"].size != w0.size:
                 _fail(self.model, f"constants()['w_star'] has {constants['w_star'].size} entries, w has {w0.size}")
         desc = str(getattr(self.model, "description", "") or "")
+        data_sha, data_bytes = self.data_checksum()
         return {"block_sizes": self.sizes, "rows": self.rows, "input_width": int(np.prod(self.in_shape[0] or (1,))),
                 "description": f"python model {_name(self.model)}" + (f": {desc}" if desc else ""),
                 "has_validation": callable(getattr(self.model, "validation_loss", None)),
                 "activation_dtype": self.activation_dtype, "keeps_activations": self.keeps,
-                "w0": w0, "constants": constants}
+                "w0": w0, "constants": constants, "data_sha256": data_sha, "data_bytes": data_bytes}

@@ -191,6 +191,15 @@ class TorchStages(StageModel):
     def constants(self) -> dict:
         return self._constants
 
+    def fingerprint(self):
+        """what a resume must find again (stale.model's data_checksum): the data, the validation
+        set, the modules' structure (their repr: layers, sizes, activations) and the dtype; not
+        the weights, which the checkpoint holds"""
+        parts = [self.X, self.y, "".join(repr(m) for m in self.modules), str(self.dtype)]
+        if self.validation is not None:
+            parts += list(self.validation)
+        return parts
+
     @property
     def name(self) -> str:
         return self._name

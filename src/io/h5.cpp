@@ -584,6 +584,17 @@ int64_t read_attr_int(hid_t obj, const std::string& name) {
   return v;
 }
 
+std::vector<int64_t> read_attr_ints(hid_t obj, const std::string& name) {
+  const Lock lock;
+  Handle a(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, "open attribute " + name);
+  Handle space(H5Aget_space(a.id()), H5Sclose, "attribute space " + name);
+  const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+  if (n < 0) throw UserError("HDF5: cannot size attribute " + name);
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  if (n > 0) ok(H5Aread(a.id(), H5T_NATIVE_INT64, v.data()), "read attribute " + name);
+  return v;
+}
+
 void write_vector(hid_t p, const std::string& n, const std::vector<double>& v) {
   const Lock lock;
   write_dataset(p, n, H5T_NATIVE_DOUBLE, v.data(), {v.size()});

@@ -80,6 +80,7 @@ bool attr_exists(hid_t obj, const std::string& name);
 std::string read_attr_string(hid_t obj, const std::string& name);
 double read_attr_double(hid_t obj, const std::string& name);
 int64_t read_attr_int(hid_t obj, const std::string& name);
+std::vector<int64_t> read_attr_ints(hid_t obj, const std::string& name);  // a 1-D integer attribute
 
 // whole datasets, written once (1-D or 2-D row-major)
 void write_vector(hid_t parent, const std::string& name, const std::vector<double>& v);

@@ -720,6 +720,11 @@ PartialRun read_partial_run(const std::string& partial_path) {
       } catch (const UserError&) {
         // a run without a data file
       }
+      if (h5::attr_exists(g.id(), "block_sizes") && h5::attr_exists(g.id(), "n") && h5::attr_exists(g.id(), "batches")) {
+        p.block_sizes = h5::read_attr_ints(g.id(), "block_sizes");
+        p.samples = h5::read_attr_int(g.id(), "n");
+        p.batches = h5::read_attr_int(g.id(), "batches");
+      }
     }
   } catch (const UserError&) {
     throw UserError(partial_path + ": the run file's header is incomplete; rerun the run instead");

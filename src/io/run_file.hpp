@@ -47,6 +47,10 @@ struct PartialRun {
   std::string version;      // of the stale that wrote it, and its run file schema
   int64_t schema_version = 0;
   std::string data_sha256;  // the data file's checksum the run started from ("" without one)
+  // the objective's shape the run started on (/objective: n, block sizes, batches; empty
+  // block_sizes where the header lacks them): a checkpoint continues only on the same
+  int64_t samples = -1, batches = -1;
+  std::vector<int64_t> block_sizes;
   // the checkpoint's own record of the config and the data (checksummed with it): an edit of
   // the file's config attribute, or data of other bytes, shows against it
   bool config_edited = false;

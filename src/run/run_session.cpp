@@ -4,6 +4,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "objectives/objective_factory.hpp"
 #include "src/backend/backend.hpp"
@@ -40,20 +42,46 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
   // the data's checksum before the run file exists: the header is written in one short step
   std::string data_sha;
   uint64_t data_bytes = 0;
-  if (!f_->data_file().empty()) data_sha = sha256_file(f_->data_file(), &data_bytes);
+  const bool in_memory = f_->data_file().empty();
+  data_sha = in_memory ? f_->data_checksum(&data_bytes) : sha256_file(f_->data_file(), &data_bytes);
+  // data in memory come only from Python (a stale.StageModel's), where force is force=True
+  const bool from_python = in_memory && !data_sha.empty();
   // a resume continues on the bytes its checkpoint was computed from, or says so
   std::string forced = from ? from->forced : std::string();
   if (resume && resume->has_checkpoint &&
       (resume->has_data_fingerprint ? text_fingerprint(data_sha) != resume->data_fingerprint
                                     : data_sha != resume->data_sha256)) {
-    const std::string what = "the data file " + (f_->data_file().empty() ? cfg.get_string("objective.data") : f_->data_file()) +
-                             " changed since the checkpoint (SHA-256 " +
+    const std::string sums = " changed since the checkpoint (SHA-256 " +
                              (resume->data_sha256.empty() ? "none" : resume->data_sha256.substr(0, 16)) + "… then, " +
                              (data_sha.empty() ? "none" : data_sha.substr(0, 16)) + "… now)";
+    const std::string what =
+        from_python ? "the model's data or stages" + sums
+                    : "the data file " + (in_memory ? cfg.get_string("objective.data") : f_->data_file()) + sums;
     if (!from->force)
-      throw UserError(resume->path + ": " + what + "; restore the data the run started from, or resume with --force to "
-                      "continue on the new data (recorded in the file as resume_forced)");
+      throw UserError(resume->path + ": " + what +
+                      (from_python ? "; resume with the model the run started from, or with force=True to continue on "
+                                     "this one (recorded in the file as resume_forced)"
+                                   : "; restore the data the run started from, or resume with --force to continue on "
+                                     "the new data (recorded in the file as resume_forced)"));
     forced += (forced.empty() ? "" : "; ") + what;
+  }
+  // a checkpoint holds blocks, rules' state and activations in flight of one shape: on another
+  // (a Python model with other stages or batches, a data file of other rows or features) it
+  // cannot continue, forced or not (said after the data's check, which names what changed)
+  if (resume && resume->has_checkpoint && !resume->block_sizes.empty()) {
+    std::vector<int64_t> sizes;
+    for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
+    auto shape = [](const std::vector<int64_t>& b, int64_t n, int64_t M) {
+      std::string t = "blocks [";
+      for (size_t i = 0; i < b.size(); ++i) t += (i ? ", " : "") + std::to_string(b[i]);
+      return t + "], " + std::to_string(n) + " samples in " + std::to_string(M) + " batches";
+    };
+    if (sizes != resume->block_sizes || resume->samples != f_->num_samples() || resume->batches != f_->num_batches())
+      throw UserError(resume->path + ": the " + (from_python ? "model" : "data") +
+                      "'s shape changed since the checkpoint (" + shape(resume->block_sizes, resume->samples, resume->batches) +
+                      " then, " + shape(sizes, f_->num_samples(), f_->num_batches()) +
+                      " now); a checkpoint continues only on its own shape, even with force: resume with what it "
+                      "started on, or rerun from the start");
   }
   auto file = std::make_unique<RunFile>(res_.path, f_->dim(), f_->stages(), keeps_delay_table(cfg, *f_, plan),
                                         log_params_.flush_seconds);
@@ -101,6 +129,7 @@ void RunSession::write_header(const std::string& data_sha, uint64_t data_bytes) 
   const std::string desc = objective_description(*f_, cfg_);
   log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, c.f_star_is_lower_bound,
                         f_->num_batches(), desc);
+  // data in memory (a Python model's) are recorded by their checksum, with no path
   if (!data_sha.empty()) log_->write_data_record(f_->data_file(), static_cast<int64_t>(data_bytes), data_sha);
 }
 

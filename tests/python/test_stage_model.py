@@ -179,6 +179,41 @@ def test_a_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path
     assert_runs_close(resumed, whole, rtol=0)  # bit for bit
 
 
+class Unprinted(CrashingLeastSquares):
+    """no fingerprint(): the driver hashes every batch's input(m), here shifted by `shift`"""
+
+    fingerprint = None
+
+    def __init__(self, at=0, shift=0.0):
+        super().__init__(at)
+        self.shift = shift
+
+    def input(self, m):
+        return super().input(m) + self.shift
+
+
+def test_a_resume_finds_the_models_data_through_its_fingerprint_or_its_inputs(tmp_path):
+    """the run file records a checksum of the model's data (its fingerprint(), else its
+    inputs): a resume with other data is refused in one line and leaves the .partial as it was"""
+    case = {**RUN, "method.name": "pipedream", "method.updates": 96, "log.flush_seconds": 0.0, "log.every": 2}
+    refused = "the model's data or stages changed since the checkpoint"
+    # stale.least_squares's fingerprint covers X and y: other labels are another model
+    whole = stale.run(case, model=least_squares(), out=tmp_path / "whole.h5")
+    with pytest.raises(Crash):
+        stale.run(case, model=CrashingLeastSquares(at=900), out=tmp_path / "a.h5")
+    relabelled = least_squares()
+    relabelled.y = relabelled.y + 1.0
+    with pytest.raises(stale.ConfigError, match=refused):
+        stale.run(resume=str(tmp_path / "a.h5.partial"), model=relabelled)
+    assert_runs_close(stale.run(resume=str(tmp_path / "a.h5.partial"), model=least_squares()), whole, rtol=0)
+    # without one, every batch's input(m)
+    with pytest.raises(Crash):
+        stale.run(case, model=Unprinted(at=900), out=tmp_path / "b.h5")
+    with pytest.raises(stale.ConfigError, match=refused):
+        stale.run(resume=str(tmp_path / "b.h5.partial"), model=Unprinted(shift=1e-9))
+    assert stale.run(resume=str(tmp_path / "b.h5.partial"), model=Unprinted()).status == "ok"
+
+
 class Tracing(LeastSquaresStages):
     """records whether each forward's input, the loss's input and each backward's output
     gradient is the very object the call before it returned (and so does each stage's in-place

@@ -355,3 +355,67 @@ def test_a_tuple_output_an_in_place_input_and_a_non_scalar_loss_are_one_line_err
         assert "\n" not in str(e.value)
         np.testing.assert_array_equal(X, X0)
     assert list(tmp_path.iterdir()) == []
+
+
+def _cut(model, case, out, at=150):
+    """a run of `model` stopped by an exception at its `at`-th forward call: its .partial stays"""
+    forward, calls = model.forward, {"n": 0}
+
+    def crashing(s, m, x, w_s):
+        calls["n"] += 1
+        if calls["n"] == at:
+            raise Crash("stopped")
+        return forward(s, m, x, w_s)
+
+    model.forward = crashing
+    with pytest.raises(Crash):
+        stale.run(case, model=model, out=out)
+    return str(out) + ".partial"
+
+
+def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_path):
+    import shutil
+
+    import h5py
+
+    case = {**RUN, "method.name": "paci", "method.updates": 64, "log.every": 4, "log.flush_seconds": 0.0}
+    whole = stale.run(case, model=classifier(), out=tmp_path / "whole.h5")
+    assert len(whole.objective["data_sha256"]) == 64 and whole.objective["data_path"] == ""
+    partial = _cut(classifier(), case, tmp_path / "cut.h5")
+    X, y = data()
+    others = {
+        "other data": st.TorchStages(mlp(), (X + 1e-12, y), torch.nn.functional.cross_entropy, batch_size=8),
+        "other labels": st.TorchStages(mlp(), (X, (y + 1) % 3), torch.nn.functional.cross_entropy, batch_size=8),
+        "other activation": st.TorchStages(torch.nn.Sequential(*[torch.nn.Sequential(m[0], torch.nn.ReLU()) if i < 2 else m
+                                                                   for i, m in enumerate(mlp())]), (X, y),
+                                           torch.nn.functional.cross_entropy, batch_size=8),
+        "other dtype": classifier(dtype=torch.float32),
+    }
+    other_batches = st.TorchStages(mlp(), (X, y), torch.nn.functional.cross_entropy, batch_size=6)
+    for what, model in others.items():
+        with pytest.raises(stale.ConfigError, match=r"cut\.h5\.partial: the model's data or stages changed since the "
+                                                    r"checkpoint .*resume with the model the run started from, or with "
+                                                    r"force=True") as e:
+            stale.run(resume=partial, model=model)
+        assert "\n" not in str(e.value), what
+    # refused without touching the .partial: the model it started from resumes it, bit for bit
+    kept = tmp_path / "kept.h5.partial"
+    shutil.copy(partial, kept)
+    # a checkpoint cannot continue on another shape (it was a reshape error): without force the
+    # data's check speaks first, with force this one
+    with pytest.raises(stale.ConfigError, match=r"the model's data or stages changed since the checkpoint"):
+        stale.run(resume=str(kept), model=other_batches)
+    with pytest.raises(stale.ConfigError, match=r"kept\.h5\.partial: the model's shape changed since the checkpoint "
+                                                r"\(blocks \[84, 156, 39\], 48 samples in 6 batches then, blocks "
+                                                r"\[84, 156, 39\], 48 samples in 8 batches now\); a checkpoint continues "
+                                                r"only on its own shape, even with force") as e:
+        stale.run(resume=str(kept), model=other_batches, force=True)
+    assert "\n" not in str(e.value)
+    resumed = stale.run(resume=partial, model=classifier())
+    assert_runs_close(resumed, whole, rtol=0)
+    # force=True continues on the other model and says so in the file
+    forced = stale.run(resume=str(kept), model=others["other data"], force=True)
+    assert forced.status == "ok"
+    with h5py.File(tmp_path / "kept.h5", "r") as f:
+        note = f.attrs["resume_forced"]
+        assert "the model's data or stages changed" in (note.decode() if isinstance(note, bytes) else note)
