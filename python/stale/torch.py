@@ -36,6 +36,7 @@ constant buffers are fine.
 from __future__ import annotations
 
 import copy
+import os
 
 import numpy as np
 import torch
@@ -65,7 +66,8 @@ class TorchStages(StageModel):
     y_m) -> scalar mean loss; batch_size: the partition's batch size; validation: optional
     (X_val, y_val); dtype: torch.float64 or torch.float32; device: "cpu" or "cuda"; init:
     "module" (the parameters as handed over) or "reset"; name, description: recorded in the run
-    file's /objective; constants: what is known of f (stale.StageModel.constants), e.g.
+    file's /objective (the description followed by what computed the run: torch's version, the
+    dtype, the device and, on the CPU, the kernels' instruction set); constants: what is known of f (stale.StageModel.constants), e.g.
     {"f_low": 0.0} for a non-negative loss, which gives the bound its Δ₀ = f(w_0) − f_low."""
 
     _writable_views = True  # the adapter copies w_s before autograd may keep it (see above)
@@ -133,7 +135,7 @@ class TorchStages(StageModel):
             self.validation_loss = None  # no held-out set: the driver sees no validation_loss
         self._probe()
         self._name = name or "TorchStages"
-        self.description = description or " → ".join(type(m).__name__ for m in modules)
+        self.description = (description or " → ".join(type(m).__name__ for m in modules)) + f" [{self._kernels()}]"
         self.seed = 0
         self._constants = dict(constants or {})
 
@@ -190,6 +192,19 @@ class TorchStages(StageModel):
 
     def constants(self) -> dict:
         return self._constants
+
+    def _kernels(self) -> str:
+        """what computed the run, for its /objective description: torch's results follow its
+        version and, on the CPU, the instruction set its kernels were chosen for (AVX-512 and
+        AVX2 kernels give runs that differ in the last bits: README "Your own model")"""
+        where = str(self.dtype).replace("torch.", "")
+        if self.device.type == "cuda":
+            where += f" on {torch.cuda.get_device_name(self.device)}"
+        else:
+            where += f" on cpu, {torch.backends.cpu.get_cpu_capability()} kernels"
+            if os.environ.get("MKL_CBWR"):
+                where += f", MKL_CBWR={os.environ['MKL_CBWR']}"
+        return f"torch {torch.__version__}, {where}"
 
     def fingerprint(self):
         """what a resume must find again (stale.model's data_checksum): the data, the validation

@@ -5,6 +5,7 @@ by autograd, reproduce the built-in `quadratic` objective's run files like the N
 are one-line stale.ConfigErrors. Reported skipped without torch (scripts/setup.sh installs it)."""
 from __future__ import annotations
 
+import os
 
 import numpy as np
 import pytest
@@ -151,7 +152,10 @@ def test_float32_mlp_runs_and_its_val_loss_is_logged():
     Xv, yv = data(16, seed=9)
     model = classifier(dtype=torch.float32, validation=(Xv, yv), name="mlp", description="tanh MLP")
     r = stale.run({**RUN, "method.name": "paci", "method.updates": 64, "log.every": 8}, model=model)
-    assert r.status == "ok" and r.objective["description"] == "python model mlp: tanh MLP"
+    # the description says what computed the run: torch's version, the dtype, the kernels' instruction set
+    assert r.status == "ok" and r.objective["description"] == (
+        f"python model mlp: tanh MLP [torch {torch.__version__}, float32 on cpu, "
+        f"{torch.backends.cpu.get_cpu_capability()} kernels" + (f", MKL_CBWR={os.environ['MKL_CBWR']}" if os.environ.get("MKL_CBWR") else "") + "]")
     v = r.series("val_loss")
     assert np.all(np.isfinite(v)) and v[-1] < v[0]
 
