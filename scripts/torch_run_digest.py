@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""The digest of one fixed stale.torch run (an MLP of four 256-wide stages under PipeDream, 96
+updates), with what computed it: run it on two machines, or under two kernel settings, and
+compare. A torch run repeats bit for bit on one machine, but torch picks its CPU kernels by the
+instruction set (README "Your own model", Reproducibility):
+
+    python3 scripts/torch_run_digest.py                       # the kernels torch picks here
+    ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 python3 scripts/torch_run_digest.py   # AVX2's
+    python3 scripts/torch_run_digest.py --dtype float64
+
+Prints one line: torch version, dtype, kernels, MKL_CBWR, the SHA-256 (first 16 hex digits) of
+the logged iterates and losses, the last loss.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+
+import numpy as np
+import torch
+
+import stale
+import stale.torch
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    dtype = getattr(torch, a.dtype)
+    width, batch, stages = 256, 128, 4
+    g = np.random.default_rng(0)
+    X = g.standard_normal((8 * batch, width))
+    y = g.integers(0, 10, 8 * batch)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh())
+                                for _ in range(stages - 1)], torch.nn.Linear(width, 10))
+    model = stale.torch.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=batch, dtype=dtype)
+    r = stale.run({"method.name": "pipedream", "method.lr": 0.05, "method.updates": 96, "log.every": 8,
+                   "log.iterates_every": 8}, model=model)
+    digest = hashlib.sha256(r.iterates.tobytes() + r.series("loss").tobytes()).hexdigest()[:16]
+    print(f"torch {torch.__version__}, {a.dtype}, {torch.backends.cpu.get_cpu_capability()} kernels, "
+          f"MKL_CBWR={os.environ.get('MKL_CBWR', '')}, {a.threads} thread(s): digest {digest}, "
+          f"last loss {float(r.series('loss')[-1])!r}")
+
+
+if __name__ == "__main__":
+    main()
