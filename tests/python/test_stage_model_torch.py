@@ -423,3 +423,17 @@ def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_p
     with h5py.File(tmp_path / "kept.h5", "r") as f:
         note = f.attrs["resume_forced"]
         assert "the model's data or stages changed" in (note.decode() if isinstance(note, bytes) else note)
+
+
+def test_the_run_digest_script_prints_one_digest_for_any_thread_count():
+    """scripts/torch_run_digest.py (README "Reproducibility"): what it prints names torch's
+    kernels, and the digest does not follow the thread count"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "torch_run_digest.py"
+    lines = [subprocess.run([sys.executable, str(script), "--threads", t], capture_output=True, text=True, check=True,
+                            timeout=300).stdout.strip() for t in ("1", "2")]
+    assert f"{torch.backends.cpu.get_cpu_capability()} kernels" in lines[0]
+    assert lines[0].split("digest ")[1] == lines[1].split("digest ")[1] and "thread" in lines[1]
