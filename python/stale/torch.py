@@ -67,8 +67,9 @@ class TorchStages(StageModel):
     (X_val, y_val); dtype: torch.float64 or torch.float32; device: "cpu" or "cuda"; init:
     "module" (the parameters as handed over) or "reset"; name, description: recorded in the run
     file's /objective (the description followed by what computed the run: torch's version, the
-    dtype, the device and, on the CPU, the kernels' instruction set); constants: what is known of f (stale.StageModel.constants), e.g.
-    {"f_low": 0.0} for a non-negative loss, which gives the bound its Δ₀ = f(w_0) − f_low."""
+    dtype, the device and, on the CPU, the kernels' instruction set); constants: what is known
+    of f (stale.StageModel.constants), e.g. {"f_low": 0.0} for a non-negative loss, which gives
+    the bound its Δ₀ = f(w_0) − f_low."""
 
     _writable_views = True  # the adapter copies w_s before autograd may keep it (see above)
     _keeps_activations = True  # forward activations stay tensors on the model's device (see above)
