@@ -40,7 +40,8 @@ validation set, the modules' structure and the dtype), and a resume with another
 
 Checks (each a one-line stale.ConfigError, raised before any run file exists where the probe of
 batch 0 at the initial point finds it): a stage whose output changes shape between calls (rows
-follow the batch), gradients whose shapes or sizes do not match, a stage without parameters,
+follow the batch), gradients whose shapes or sizes do not match (or None), results that are not
+real numbers (complex, text) or a loss that is not one, a stage without parameters,
 empty batches, a non-finite loss at the initial point. A loss that becomes non-finite during
 the run is not an error: the run ends with status "diverged" (log.divergence), a recorded result.
 """
@@ -114,10 +115,13 @@ def _fail(model, what: str):
     raise ConfigError(f"python model {_name(model)}: {what}")
 
 
-def _c_order(a) -> np.ndarray:
+def _c_order(a, model=None, what: str = "an array") -> np.ndarray:
     """a as a C-ordered float64 array, or float32 where it is one: the C++ side casts a float32
-    array while copying it, one pass instead of two"""
+    array while copying it, one pass instead of two. Complex, object or text values are refused
+    (a cast would drop an imaginary part, or fail in numpy's words)."""
     a = np.asarray(a)
+    if a.dtype.kind not in "fiub":
+        _fail(model, f"{what} has dtype {a.dtype}; return real numbers (float64 or float32)")
     return np.ascontiguousarray(a, dtype=a.dtype if a.dtype in (np.float32, np.float64) else np.float64)
 
 
@@ -170,8 +174,8 @@ class _Driver:
                               "a stage's output must keep its shape between calls")
         return feat
 
-    def _flat(self, a: np.ndarray, m: int) -> np.ndarray:
-        return _c_order(a).reshape(self.rows[m], -1)
+    def _flat(self, a: np.ndarray, m: int, what: str) -> np.ndarray:
+        return _c_order(a, self.model, what).reshape(self.rows[m], -1)
 
     def _shaped(self, s: int, x: np.ndarray, m: int) -> np.ndarray:
         return x.reshape((self.rows[m],) + self.in_shape[s])
@@ -188,7 +192,7 @@ class _Driver:
     def input(self, m: int):
         a = self._array(self.model.input(m))
         self._features(0, a, m, "input(m)")
-        return a if self.keeps else self._flat(a, m)
+        return a if self.keeps else self._flat(a, m, "input(m)")
 
     def forward(self, s: int, m: int, x, w_s: np.ndarray):
         x = x if self.keeps else self._shaped(s, x, m)
@@ -196,7 +200,7 @@ class _Driver:
                            "out, cache")
         out = self._array(out)
         self._features(s + 1, out, m, f"stage {s}'s output")
-        return (out if self.keeps else self._flat(out, m)), cache
+        return (out if self.keeps else self._flat(out, m, f"stage {s}'s output")), cache
 
     def loss(self, m: int, last):
         last = last if self.keeps else self._shaped(self.stages, last, m)
@@ -205,7 +209,12 @@ class _Driver:
         if tuple(grad.shape) != (self.rows[m],) + self.in_shape[self.stages]:
             _fail(self.model, f"loss({m}, last) returned a gradient of shape {tuple(grad.shape)}; expected last's shape "
                               f"{(self.rows[m],) + self.in_shape[self.stages]}")
-        return float(value), (grad if self.keeps else self._flat(grad, m))
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            _fail(self.model, f"loss({m}, last) returned a loss of type {type(value).__name__}; return a float, the "
+                              "batch's mean loss")
+        return value, (grad if self.keeps else self._flat(grad, m, "loss's gradient"))
 
     def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
         # a held gradient goes back as it was returned; an array from the harness is reshaped
@@ -214,7 +223,10 @@ class _Driver:
             grad_out = grad_out.reshape(shape)
         g_w, g_in = _pair(self.model, self.model.backward(s, m, grad_out, self._view(w_s), cache),
                           f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
-        g_w = _c_order(np.asarray(g_w)).reshape(-1)
+        if g_w is None:
+            _fail(self.model, f"backward of stage {s} returned None for its parameter gradient; return the gradient "
+                              f"of its {self.sizes[s]} parameters")
+        g_w = _c_order(g_w, self.model, f"stage {s}'s parameter gradient").reshape(-1)
         if g_w.size != self.sizes[s]:
             _fail(self.model, f"backward of stage {s} returned {g_w.size} parameter gradients; the stage has "
                               f"{self.sizes[s]} parameters")
@@ -224,14 +236,14 @@ class _Driver:
         if tuple(g_in.shape) != (self.rows[m],) + self.in_shape[s]:
             _fail(self.model, f"backward of stage {s} returned an input gradient of shape {tuple(g_in.shape)}; expected "
                               f"the input's shape {(self.rows[m],) + self.in_shape[s]}")
-        return g_w, (g_in if self.keeps else self._flat(g_in, m))
+        return g_w, (g_in if self.keeps else self._flat(g_in, m, f"stage {s}'s input gradient"))
 
     def values(self, a):
         """a held activation gradient as a C-order [rows × features] array (a checkpoint's copy)"""
         if hasattr(a, "detach"):
             a = a.detach().cpu().numpy()
         a = np.asarray(a)
-        return _c_order(a).reshape(a.shape[0], -1)
+        return _c_order(a, self.model, "a held activation gradient").reshape(a.shape[0], -1)
 
     def initial_point(self, seed: int) -> np.ndarray:
         blocks = self.model.initial_params(int(seed))

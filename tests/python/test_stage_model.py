@@ -321,6 +321,27 @@ class LossAt(LeastSquaresStages):
         return (self.value, g) if self.calls >= self.at else (f, g)
 
 
+class Returning(LeastSquaresStages):
+    """returns what `bad(kind, value)` makes of one of its results: the stage outputs
+    (`forward`), parameter gradients (`backward`) or losses (`loss`)"""
+
+    def __init__(self, kind, bad):
+        super().__init__({**OBJECTIVE, "seed": RUN["seed"]})
+        self.kind, self.bad = kind, bad
+
+    def forward(self, s, m, x, w_s):
+        out, cache = super().forward(s, m, x, w_s)
+        return (self.bad(out), cache) if self.kind == "forward" else (out, cache)
+
+    def backward(self, s, m, grad_out, w_s, cache):
+        g_w, g_in = super().backward(s, m, grad_out, w_s, cache)
+        return (self.bad(g_w), g_in) if self.kind == "backward" else (g_w, g_in)
+
+    def loss(self, m, last):
+        f, g = super().loss(m, last)
+        return (self.bad(f), g) if self.kind == "loss" else (f, g)
+
+
 def one_line_error(fn, match, tmp_path):
     """fn() raises a one-line stale.ConfigError matching `match` and leaves tmp_path empty"""
     with pytest.raises(stale.ConfigError, match=match) as e:
@@ -342,6 +363,16 @@ def test_bad_models_are_one_line_config_errors_that_write_nothing(tmp_path):
     # a loss that is not finite where the run starts
     one_line_error(lambda: stale.run(run, model=LossAt(1, float("nan")), out=out),
                    "loss of batch 0 at the initial point is nan", tmp_path)
+    # results of the wrong kind: complex activations (numpy would drop the imaginary part with a
+    # warning), a None gradient (was "returned 1 parameter gradients"), a loss that is no number
+    # (was numpy's ValueError)
+    one_line_error(lambda: stale.run(run, model=Returning("forward", lambda a: a.astype(complex)), out=out),
+                   r"stage 0's output has dtype complex128; return real numbers", tmp_path)
+    one_line_error(lambda: stale.run(run, model=Returning("backward", lambda g: None), out=out),
+                   r"backward of stage 3 returned None for its parameter gradient; return the gradient of its 4 "
+                   r"parameters", tmp_path)
+    one_line_error(lambda: stale.run(run, model=Returning("loss", lambda f: "low"), out=out),
+                   r"loss\(0, last\) returned a loss of type str; return a float", tmp_path)
     # data that cannot be partitioned: an empty batch
     empty = least_squares()
     empty.batch_rows = lambda m: 0 if m == 3 else 5
