@@ -119,8 +119,6 @@ StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : dri
   has_validation_ = nb::cast<bool>(info["has_validation"]);
   f32_ = nb::cast<std::string>(info["activation_dtype"]) == "float32";
   keeps_activations_ = nb::cast<bool>(info["keeps_activations"]);
-  data_sha_ = nb::cast<std::string>(info["data_sha256"]);
-  data_bytes_ = nb::cast<uint64_t>(info["data_bytes"]);
   w0_.resize(d);
   array_to_vec(info["w0"], w0_, "the initial point");
   const nb::dict c = nb::cast<nb::dict>(info["constants"]);
@@ -272,6 +270,17 @@ Vec StageModelObjective::initial_point(uint64_t seed) const {
   Vec w(dim());
   array_to_vec(driver_.attr("initial_point")(seed), w, "initial_params(seed)");
   return w;
+}
+
+std::string StageModelObjective::data_checksum(uint64_t* bytes) const {
+  if (data_sha_.empty()) {
+    nb::gil_scoped_acquire gil;
+    const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("data_checksum")());
+    data_sha_ = nb::cast<std::string>(r[0]);
+    data_bytes_ = nb::cast<uint64_t>(r[1]);
+  }
+  if (bytes) *bytes = data_bytes_;
+  return data_sha_;
 }
 
 double StageModelObjective::validation_loss(const Vec& w) const {

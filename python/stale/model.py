@@ -272,7 +272,8 @@ class _Driver:
 
     def data_checksum(self) -> tuple[str, int]:
         """SHA-256 (hex) of what a resume must find again, and the bytes it covered: the
-        stages' sizes, the batches' rows and the model's fingerprint() (else every input(m))"""
+        stages' sizes, the batches' rows and the model's fingerprint() (else every input(m));
+        the C++ objective asks for it where a run file is written"""
         h = hashlib.sha256(repr((self.sizes, self.rows, self.activation_dtype)).encode())
         fingerprint = getattr(self.model, "fingerprint", None)
         parts = fingerprint() if callable(fingerprint) else (self.model.input(m) for m in range(self.M))
@@ -326,9 +327,8 @@ class _Driver:
             if constants["w_star"].size != w0.size:
                 _fail(self.model, f"constants()['w_star'] has {constants['w_star'].size} entries, w has {w0.size}")
         desc = str(getattr(self.model, "description", "") or "")
-        data_sha, data_bytes = self.data_checksum()
         return {"block_sizes": self.sizes, "rows": self.rows, "input_width": int(np.prod(self.in_shape[0] or (1,))),
                 "description": f"python model {_name(self.model)}" + (f": {desc}" if desc else ""),
                 "has_validation": callable(getattr(self.model, "validation_loss", None)),
                 "activation_dtype": self.activation_dtype, "keeps_activations": self.keeps,
-                "w0": w0, "constants": constants, "data_sha256": data_sha, "data_bytes": data_bytes}
+                "w0": w0, "constants": constants}
