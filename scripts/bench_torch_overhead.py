@@ -58,9 +58,13 @@ def timed(full_pass, step, order, full_passes, device):
     return time.perf_counter() - t0
 
 
-def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
-    """SGD on the same micro-batches: forward, backward, step; and the metrics' full passes"""
+def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu", master=False):
+    """SGD on the same micro-batches: forward, backward, step; and the metrics' full passes.
+    master=True steps float64 master weights as the harness does (its iterates are float64
+    whatever the model's dtype): per step the gradients cast up, the float64 step, and the
+    weights copied back into the model (for a float64 model, the plain loop itself)"""
     params = list(net.parameters())
+    masters = [p.detach().to(torch.float64, copy=True) for p in params] if master else None
     loss_fn = torch.nn.functional.cross_entropy
     M = len(offsets) - 1
 
@@ -77,37 +81,13 @@ def plain_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
             p.grad = None
         loss_fn(net(X[sl]), y[sl]).backward()
         with torch.no_grad():
-            for p in params:
-                p -= lr * p.grad
-
-    return timed(full_pass, step, order, full_passes, device)
-
-
-def master_loop(net, X, y, offsets, order, lr, full_passes, device="cpu"):
-    """the plain loop, but stepping float64 master weights as the harness does (its iterates are
-    float64 whatever the model's dtype): per step the gradients cast up, the float64 step, and
-    the weights cast down into the model; for a float64 model the plain loop itself"""
-    params = list(net.parameters())
-    master = [p.detach().to(torch.float64, copy=True) for p in params]
-    loss_fn = torch.nn.functional.cross_entropy
-    M = len(offsets) - 1
-
-    def full_pass():
-        for p in params:
-            p.grad = None
-        for m in range(M):
-            sl = slice(offsets[m], offsets[m + 1])
-            (loss_fn(net(X[sl]), y[sl]) / M).backward()
-
-    def step(m):
-        sl = slice(offsets[m], offsets[m + 1])
-        for p in params:
-            p.grad = None
-        loss_fn(net(X[sl]), y[sl]).backward()
-        with torch.no_grad():
-            for p, w in zip(params, master):
-                w -= lr * p.grad.to(torch.float64)
-                p.copy_(w)
+            if masters is None:
+                for p in params:
+                    p -= lr * p.grad
+            else:
+                for p, w in zip(params, masters):
+                    w -= lr * p.grad.to(torch.float64)
+                    p.copy_(w)
 
     return timed(full_pass, step, order, full_passes, device)
 
@@ -256,8 +236,8 @@ def main():
         stagewise.append(stagewise_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
                                         device=a.device))
         if dtype != torch.float64:
-            master.append(master_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
-                                      device=a.device))
+            master.append(plain_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
+                                     device=a.device, master=True))
     h, p, sw = statistics.median(harness), statistics.median(plain), statistics.median(stagewise)
     where = torch.cuda.get_device_name() if a.device == "cuda" else "cpu"
     print(f"torch {torch.__version__}, {a.dtype}, {a.threads} thread(s), {where}; S={S} stages of Linear({a.width},{a.width})+Tanh, "
