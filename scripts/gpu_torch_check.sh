@@ -19,7 +19,7 @@
 # report says so.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 2
 PY=${PYTHON:-python3}
 OUTDIR=${OUT:-$ROOT/results/gpu}
 STAMP=$(date -u +%Y-%m-%d)
@@ -33,11 +33,11 @@ export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 BUNDLE=${STALE_GPU_PREBUILT:-}
 if [[ -n $BUNDLE ]]; then
   BUNDLE=$(cd "$BUNDLE" && pwd)
-  tag=$($PY -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
+  tag=$("$PY" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
   wheel=$(ls "$BUNDLE"/wheels/stale-*-"$tag"-*.whl 2>/dev/null | head -1)
   if [[ -n $wheel ]]; then
     pkg=$(mktemp -d)
-    $PY -m zipfile -e "$wheel" "$pkg"
+    "$PY" -m zipfile -e "$wheel" "$pkg"
     export PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}"
     say "package from $(basename "$wheel")"
   else
@@ -46,21 +46,21 @@ if [[ -n $BUNDLE ]]; then
   [[ -d $BUNDLE/lib ]] && export LD_LIBRARY_PATH="$BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   [[ -x $BUNDLE/stale ]] && export STALE_BIN="$BUNDLE/stale"
 fi
-if ! $PY -c 'import stale, torch' 2>>"$LOG"; then
+if ! "$PY" -c 'import stale, torch' 2>>"$LOG"; then
   say "cannot import stale and torch with $PY (see $LOG)"
   exit 2
 fi
-facts=$($PY -c 'import stale, torch, platform
+facts=$("$PY" -c 'import stale, torch, platform
 cuda = torch.cuda.is_available()
 print(f"stale {stale.__version__} {stale.git_sha}, torch {torch.__version__}, Python {platform.python_version()}, "
       + (f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda})" if cuda else "no CUDA device"))')
-cuda=$($PY -c 'import torch; print(int(torch.cuda.is_available()))')
+cuda=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))')
 say "$facts"
 
 # ---- 1. the tests: every torch and stage-model test, the CUDA variants where CUDA is
 say "tests: tests/python/test_stage_model*.py"
 t0=$(date +%s)
-$PY -m pytest -q -rs tests/python/test_stage_model.py tests/python/test_stage_model_torch.py \
+"$PY" -m pytest -q -rs tests/python/test_stage_model.py tests/python/test_stage_model_torch.py \
   tests/python/test_stage_model_torch_charlm.py 2>&1 | tee -a "$LOG" | tail -n 25 >"$OUTDIR/.tests_tail"
 tests_rc=${PIPESTATUS[0]}
 tests_s=$(( $(date +%s) - t0 ))
@@ -74,7 +74,7 @@ if [[ $cuda == 1 || $device == cpu ]]; then
   threads=$(nproc)
   for W in ${STALE_BENCH_WIDTHS:-512 1024 2048 4096}; do
     say "bench: --device $device --threads $threads --width $W --batch $W"
-    out=$(timeout "${STALE_BENCH_LIMIT:-150}" $PY scripts/bench_torch_overhead.py --device "$device" --threads "$threads" \
+    out=$(timeout "${STALE_BENCH_LIMIT:-150}" "$PY" scripts/bench_torch_overhead.py --device "$device" --threads "$threads" \
       --width "$W" --batch "$W" --repeats 3 2>&1)
     rc=$?
     echo "$out" >>"$LOG"
