@@ -95,7 +95,8 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
     if (resume && resume->has_checkpoint) obs_->restore(resume->state);
     // said once the checkpoint fits this objective: a refusal stays the one line
     if (!forced.empty())
-      std::fprintf(stderr, "warning: %s: continued with --force although %s\n", resume->path.c_str(), forced.c_str());
+      std::fprintf(stderr, "warning: %s: continued with %s although %s\n", resume->path.c_str(),
+                   from_python ? "force=True" : "--force", forced.c_str());
   } catch (...) {
     log_->abort();
     throw;

@@ -377,7 +377,7 @@ def _cut(model, case, out, at=150):
     return str(out) + ".partial"
 
 
-def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_path):
+def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_path, capfd):
     import shutil
 
     import h5py
@@ -418,8 +418,10 @@ def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_p
     resumed = stale.run(resume=partial, model=classifier())
     assert_runs_close(resumed, whole, rtol=0)
     # force=True continues on the other model and says so in the file
+    capfd.readouterr()
     forced = stale.run(resume=str(kept), model=others["other data"], force=True)
     assert forced.status == "ok"
+    assert "continued with force=True although the model's data or stages changed" in capfd.readouterr().err
     with h5py.File(tmp_path / "kept.h5", "r") as f:
         note = f.attrs["resume_forced"]
         assert "the model's data or stages changed" in (note.decode() if isinstance(note, bytes) else note)
