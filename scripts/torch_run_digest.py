@@ -22,6 +22,7 @@ import torch
 
 import stale
 import stale.torch
+from bench_torch_overhead import mlp  # the benchmark's model: Linear(W, W) + Tanh stages, then Linear(W, 10)
 
 
 def main():
@@ -35,10 +36,8 @@ def main():
     g = np.random.default_rng(0)
     X = g.standard_normal((8 * batch, width))
     y = g.integers(0, 10, 8 * batch)
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh())
-                                for _ in range(stages - 1)], torch.nn.Linear(width, 10))
-    model = stale.torch.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=batch, dtype=dtype)
+    model = stale.torch.TorchStages(mlp(width, stages, dtype), (X, y), torch.nn.functional.cross_entropy,
+                                    batch_size=batch, dtype=dtype)
     r = stale.run({"method.name": "pipedream", "method.lr": 0.05, "method.updates": 96, "log.every": 8,
                    "log.iterates_every": 8}, model=model)
     digest = hashlib.sha256(r.iterates.tobytes() + r.series("loss").tobytes()).hexdigest()[:16]

@@ -125,26 +125,29 @@ class Crash(RuntimeError):
     pass
 
 
+def _cut(model, case, out, at=150):
+    """a run of `model` stopped by an exception at its `at`-th forward call: its .partial stays"""
+    forward, calls = model.forward, {"n": 0}
+
+    def crashing(s, m, x, w_s):
+        calls["n"] += 1
+        if calls["n"] == at:
+            raise Crash("stopped")
+        return forward(s, m, x, w_s)
+
+    model.forward = crashing
+    with pytest.raises(Crash):
+        stale.run(case, model=model, out=out)
+    return str(out) + ".partial"
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_dropout_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path, device):
     case = {**RUN, "method.name": "paci", "method.updates": 64, "log.every": 4, "log.exact_mean": False,
             "log.flush_seconds": 0.0}
     whole = stale.run(case, model=classifier(0.3, device=device), out=tmp_path / "whole.h5")
-    model = classifier(0.3, device=device)
-    calls = {"n": 0}
-    forward = model.forward
-
-    def crashing(s, m, x, w_s):
-        calls["n"] += 1
-        if calls["n"] == 200:
-            raise Crash("stopped")
-        return forward(s, m, x, w_s)
-
-    model.forward = crashing
-    out = tmp_path / "cut.h5"
-    with pytest.raises(Crash):
-        stale.run(case, model=model, out=out)
-    resumed = stale.run(resume=str(out) + ".partial", model=classifier(0.3, device=device))
+    partial = _cut(classifier(0.3, device=device), case, tmp_path / "cut.h5", at=200)
+    resumed = stale.run(resume=partial, model=classifier(0.3, device=device))
     assert_runs_close(resumed, whole, rtol=0)
 
 
@@ -359,22 +362,6 @@ def test_a_tuple_output_an_in_place_input_and_a_non_scalar_loss_are_one_line_err
         assert "\n" not in str(e.value)
         np.testing.assert_array_equal(X, X0)
     assert list(tmp_path.iterdir()) == []
-
-
-def _cut(model, case, out, at=150):
-    """a run of `model` stopped by an exception at its `at`-th forward call: its .partial stays"""
-    forward, calls = model.forward, {"n": 0}
-
-    def crashing(s, m, x, w_s):
-        calls["n"] += 1
-        if calls["n"] == at:
-            raise Crash("stopped")
-        return forward(s, m, x, w_s)
-
-    model.forward = crashing
-    with pytest.raises(Crash):
-        stale.run(case, model=model, out=out)
-    return str(out) + ".partial"
 
 
 def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_path, capfd):
