@@ -15,6 +15,15 @@
 
 namespace stale {
 
+namespace {
+// the objective's block sizes as the run file's /objective records them (and a resume reads back)
+std::vector<int64_t> block_sizes(const Objective& f) {
+  std::vector<int64_t> sizes;
+  for (int s = 0; s < f.stages(); ++s) sizes.push_back(f.blocks().size(s));
+  return sizes;
+}
+}  // namespace
+
 bool RunSession::keeps_delay_table(const Config& cfg, const Objective& f, const RunPlan& plan) {
   // K·S as a quotient, so that an absurd K cannot overflow the product
   return LogParams::from_config(cfg).delays && plan.updates <= RunLog::kMaxDelayEntries / f.stages();
@@ -69,8 +78,7 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
   // (a Python model with other stages or batches, a data file of other rows or features) it
   // cannot continue, forced or not (said after the data's check, which names what changed)
   if (resume && resume->has_checkpoint && !resume->block_sizes.empty()) {
-    std::vector<int64_t> sizes;
-    for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
+    const std::vector<int64_t> sizes = block_sizes(*f_);
     auto shape = [](const std::vector<int64_t>& b, int64_t n, int64_t M) {
       std::string t = "blocks [";
       for (size_t i = 0; i < b.size(); ++i) t += (i ? ", " : "") + std::to_string(b[i]);
@@ -124,8 +132,7 @@ void RunSession::write_header(const std::string& data_sha, uint64_t data_bytes) 
     device = devs.empty() ? "cuda" : devs.front().name;
   }
   log_->write_root(cfg_.to_toml(), static_cast<int64_t>(method_params_.seed), f_->backend(), device, f_->precision());
-  std::vector<int64_t> sizes;
-  for (int s = 0; s < f_->stages(); ++s) sizes.push_back(f_->blocks().size(s));
+  const std::vector<int64_t> sizes = block_sizes(*f_);
   const auto& c = f_->constants();
   const std::string desc = objective_description(*f_, cfg_);
   log_->write_objective(f_->name(), f_->num_samples(), f_->dim(), sizes, c.L, c.mu, c.f_star, c.f_star_is_lower_bound,
