@@ -154,6 +154,15 @@ class Objective {
   // activations between an objective's own calls (a Python model holds them transposed)
   virtual void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                              std::unique_ptr<StageCache>& cache) const = 0;
+  // The same forward, called where the caller promises that this micro-batch's stage_backward
+  // of stage s will read w_s at this very address, which stays allocated until then (its values
+  // may change in place before it: a method without weight stashing steps the live block). An
+  // objective may then keep views of w_s in its cache instead of a copy of the weights
+  // (stale.torch in float64 on the CPU: no weight copy per op). The default is stage_forward.
+  virtual void stage_forward_pinned(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                                    std::unique_ptr<StageCache>& cache) const {
+    stage_forward(s, m, in, w_s, out, cache);
+  }
   // loss of f_m's data term at the last activation, and d loss / d activation
   virtual double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const = 0;
   virtual void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s,

@@ -201,11 +201,18 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
       }
       st.updates_at_forward[j] = block_updates[r][j];
       if (!opt.predict && in_place(n, st.Z.col(0).data() + off)) {
-        // the block as read goes into Z, and the stage reads it there
+        // the block as read goes into Z (the stash, stale_dist, checkpoints). The stage reads it
+        // where its backward will read it again: Z's copy with stashing, else the live block
+        // (the same values now; the steps before the backward change them in place), so that
+        // it may keep views of its weights instead of a copy (stage_forward_pinned)
         auto z = st.Z.col(0).segment(off, dj);
-        z = P.block(W[r][st.cols[0]], j);
+        const auto live_block = P.block(W[r][st.cols[0]], j);
+        z = live_block;
         st.cache[j].resize(1);
-        f.stage_forward(j, batch, st.act[j], z, st.act[j + 1], st.cache[j][0]);
+        if (stash) f.stage_forward_pinned(j, batch, st.act[j], z, st.act[j + 1], st.cache[j][0]);
+        else if (in_place(n, live_block.data()))
+          f.stage_forward_pinned(j, batch, st.act[j], live_block, st.act[j + 1], st.cache[j][0]);
+        else f.stage_forward(j, batch, st.act[j], z, st.act[j + 1], st.cache[j][0]);
       } else {
         used.resize(dj, n);
         for (Index c = 0; c < n; ++c) {

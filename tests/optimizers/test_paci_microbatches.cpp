@@ -17,6 +17,7 @@
 #include "optimizers/schedule_executor.hpp"
 #include "src/config/config.hpp"
 #include "src/pipeline/schedule.hpp"
+#include "tests/support/forwarding_objective.hpp"
 #include "tests/support/test_util.hpp"
 
 TEST_SUITE_BEGIN("optimizers");
@@ -26,44 +27,22 @@ using namespace stale;
 namespace {
 
 // Forwards every call to a real objective and records the stage backwards, per stage.
-class RecordingObjective final : public Objective {
+class RecordingObjective final : public test::ForwardingObjective {
  public:
   struct Backward {
     int batch;
     Vec grad;
   };
-  explicit RecordingObjective(std::unique_ptr<Objective> inner) : inner_(std::move(inner)) {
-    blocks_ = inner_->blocks();
-    constants_ = inner_->constants();
+  explicit RecordingObjective(std::unique_ptr<Objective> inner) : ForwardingObjective(std::move(inner)) {
     recorded.resize(inner_->stages());
   }
   mutable std::vector<std::vector<Backward>> recorded;  // [stage], since the stage's last update
 
-  std::string name() const override { return inner_->name(); }
-  int num_batches() const override { return inner_->num_batches(); }
-  Index num_samples() const override { return inner_->num_samples(); }
-  Index activation_width() const override { return inner_->activation_width(); }
-  Index batch_rows(int m) const override { return inner_->batch_rows(m); }
-  double value(const Vec& w) const override { return inner_->value(w); }
-  double value_grad(const Vec& w, Vec& g) const override { return inner_->value_grad(w, g); }
-  double batch_value_grad(const Vec& z, int m, Vec& g) const override { return inner_->batch_value_grad(z, m, g); }
-  void batch_block_grad(const Vec& z, int m, int s, VecRef g_s) const override { inner_->batch_block_grad(z, m, s, g_s); }
-  void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
-                     std::unique_ptr<StageCache>& cache) const override {
-    inner_->stage_forward(s, m, in, w_s, out, cache);
-  }
-  double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const override {
-    return inner_->loss_forward_backward(m, last, grad_last);
-  }
   void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache, VecRef grad_w_s,
                       Mat& grad_in) const override {
     inner_->stage_backward(s, m, grad_out, w_s, cache, grad_w_s, grad_in);
     recorded[s].push_back({m, Vec(grad_w_s)});
   }
-  Mat input_activation(int m) const override { return inner_->input_activation(m); }
-
- private:
-  std::unique_ptr<Objective> inner_;
 };
 
 // Checks each update against the window the recording objective saw.
