@@ -64,7 +64,8 @@ nb::object copy_to_numpy(const Mat& a) {
 }
 nb::object activation_to_numpy(const Mat& a, bool f32) { return f32 ? copy_to_numpy<MatF>(a) : copy_to_numpy<Mat>(a); }
 
-// a view of the harness's vector, valid during the call (no copy)
+// a view of the harness's vector, valid during the call (no copy; writable where the harness
+// hands over its own output storage, stage_backward's grad_w_s)
 nb::object view(const double* p, Index n) {
   const size_t shape[1] = {static_cast<size_t>(n)};
   return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<1>>(const_cast<double*>(p), 1, shape, nb::handle()),
@@ -119,6 +120,7 @@ StageModelObjective::StageModelObjective(nb::object driver, uint64_t seed) : dri
   has_validation_ = nb::cast<bool>(info["has_validation"]);
   f32_ = nb::cast<std::string>(info["activation_dtype"]) == "float32";
   keeps_activations_ = nb::cast<bool>(info["keeps_activations"]);
+  writes_gradients_ = nb::cast<bool>(info["writes_gradients"]);
   w0_.resize(d);
   array_to_vec(info["w0"], w0_, "the initial point");
   const nb::dict c = nb::cast<nb::dict>(info["constants"]);
@@ -184,12 +186,23 @@ Mat StageModelObjective::input_activation(int m) const {
   return a;
 }
 
-void StageModelObjective::stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
-                                        std::unique_ptr<StageCache>& cache) const {
+void StageModelObjective::forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                                  std::unique_ptr<StageCache>& cache, bool pinned) const {
   nb::gil_scoped_acquire gil;
-  const nb::tuple r = nb::cast<nb::tuple>(driver_.attr("forward")(s, m, take_activation(in), view(w_s.data(), w_s.size())));
+  const nb::tuple r = nb::cast<nb::tuple>(
+      driver_.attr("forward")(s, m, take_activation(in), view(w_s.data(), w_s.size()), pinned));
   give_activation(r[0], out, "forward's output");
   cache = std::make_unique<PythonStageCache>(nb::borrow(r[1]));
+}
+
+void StageModelObjective::stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                                        std::unique_ptr<StageCache>& cache) const {
+  forward(s, m, in, w_s, out, cache, false);
+}
+
+void StageModelObjective::stage_forward_pinned(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                                               std::unique_ptr<StageCache>& cache) const {
+  forward(s, m, in, w_s, out, cache, true);
 }
 
 double StageModelObjective::loss_forward_backward(int m, const Mat& last, Mat& grad_last) const {
@@ -204,9 +217,12 @@ void StageModelObjective::stage_backward(int s, int m, const Mat& grad_out, Cons
   nb::gil_scoped_acquire gil;
   const auto* c = dynamic_cast<const PythonStageCache*>(cache);
   STALE_CHECK(c != nullptr, "a backward pass after its stage's forward pass");
+  // a model that writes its gradient into grad_w_s (model.py's _writes_gradients) returns that
+  // view itself, and nothing is copied
+  const nb::object into = writes_gradients_ ? view(grad_w_s.data(), grad_w_s.size()) : nb::none();
   const nb::tuple r = nb::cast<nb::tuple>(
-      driver_.attr("backward")(s, m, take_activation(grad_out), view(w_s.data(), w_s.size()), c->obj));
-  array_to_vec(r[0], grad_w_s, "backward's parameter gradient");
+      driver_.attr("backward")(s, m, take_activation(grad_out), view(w_s.data(), w_s.size()), c->obj, into));
+  if (!r[0].is(into)) array_to_vec(r[0], grad_w_s, "backward's parameter gradient");
   // None: the driver keeps no gradient of the data (model.py's backward, stage 0 of a model
   // that keeps its activations): nothing reads it
   if (r[1].is_none()) grad_in.resize(0, 0);
@@ -218,7 +234,8 @@ double StageModelObjective::pipeline(const Vec& z, int m, Vec* grad, int lowest)
   std::vector<std::unique_ptr<StageCache>> caches(static_cast<size_t>(S));
   Mat act = input_activation(m), next;
   for (int s = 0; s < S; ++s) {
-    stage_forward(s, m, act, blocks_.block(z, s), next, caches[static_cast<size_t>(s)]);
+    // z outlives the backward below, which reads the same block
+    stage_forward_pinned(s, m, act, blocks_.block(z, s), next, caches[static_cast<size_t>(s)]);
     act.swap(next);
   }
   Mat g, g_in;

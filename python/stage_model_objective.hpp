@@ -65,6 +65,10 @@ class StageModelObjective final : public Objective {
 
   void stage_forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
                      std::unique_ptr<StageCache>& cache) const override;
+  // the driver is told that w_s stays where it is until the backward (a model that says
+  // _pinned_views, stale.torch in float64 on the CPU, then views it instead of copying it)
+  void stage_forward_pinned(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out,
+                            std::unique_ptr<StageCache>& cache) const override;
   double loss_forward_backward(int m, const Mat& last, Mat& grad_last) const override;
   void stage_backward(int s, int m, const Mat& grad_out, ConstVecRef w_s, const StageCache* cache, VecRef grad_w_s,
                       Mat& grad_in) const override;
@@ -82,6 +86,8 @@ class StageModelObjective final : public Objective {
   // batch m's loss at z and, when grad is given, the gradient of blocks lowest..S-1 written
   // into grad (stages below `lowest` skip their backward)
   double pipeline(const Vec& z, int m, Vec* grad, int lowest) const;
+  void forward(int s, int m, const Mat& in, ConstVecRef w_s, Mat& out, std::unique_ptr<StageCache>& cache,
+               bool pinned) const;
 
   // the activation the executor hands in: the held object a ticket names (taken out of the
   // table), or a copy of a's values as a numpy array
@@ -95,6 +101,7 @@ class StageModelObjective final : public Objective {
 
   nanobind::object driver_;
   bool keeps_activations_ = false;
+  bool writes_gradients_ = false;  // the model writes grad_w_s into the harness's storage (model.py)
   mutable std::unordered_map<Index, nanobind::object> held_;  // ticket → activation (GIL held)
   mutable Index next_ticket_ = 1;
   std::vector<Index> rows_;

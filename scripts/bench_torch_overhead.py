@@ -8,7 +8,10 @@ harness must (each stage's output detached, one autograd call per stage and one 
 each stage stepping its own parameters): harness / stage-wise is what the harness itself costs,
 stage-wise / plain what splitting a model into stages costs in PyTorch whoever drives it. For a
 float32 model a fourth loop steps float64 master weights in plain PyTorch (the harness's iterates
-are float64): harness / master is the harness's cost beyond that choice.
+are float64): harness / master is the harness's cost beyond that choice. On the CPU, where the
+adapter writes parameter gradients straight into the harness's storage and a float64 model's
+stages view their weights there, the harness run is also timed with copies both ways instead
+(in place / copied).
 results/PERFORMANCE.md ("PyTorch stages") holds the numbers.
 
     python3 scripts/bench_torch_overhead.py                       # float32, width 512, batch 256
@@ -165,7 +168,7 @@ def stage_op_parts(model, w, x, grad_out, device):
         out = mod(xx)
         torch.autograd.grad(out, params + [xx], g.reshape(out.shape))
 
-    _, (x_t, out) = model.forward(s, 0, x, w[s])
+    _, (x_t, out, _) = model.forward(s, 0, x, w[s])
     grads = torch.autograd.grad(out, params, g.reshape(out.shape))
     src, dst = np.asarray(w[s]), np.empty_like(np.asarray(w[s]))
     return {
@@ -223,14 +226,28 @@ def main():
     op_ms = per_call_ms(stage_op, a.device)
     parts = stage_op_parts(model, w, x, grad_out, a.device) if a.parts else None
 
-    harness, plain, stagewise, master = [], [], [], []
-    for _ in range(a.repeats):
+    harness, plain, stagewise, master, copied = [], [], [], [], []
+
+    def harness_run(in_place=True):
+        """seconds of a run, the run, and whether its model works in the harness's storage: on
+        the CPU each backward writes its parameter gradient there, and a float64 model's stages
+        view their weights there at pinned forwards (in_place=False: copies both ways instead)"""
         model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy,
                                         batch_size=a.batch, dtype=dtype, device=a.device)
+        if not in_place:
+            model._pinned_views = model._writes_gradients = False
         t0 = time.perf_counter()
         r = stale.run(cfg, model=model)
-        harness.append(time.perf_counter() - t0)
         assert r.status == "ok" and r.summary["k"] == K, (r.status, r.summary["k"])
+        return time.perf_counter() - t0, r, model._pinned_views or model._writes_gradients
+
+    for _ in range(a.repeats):
+        t, r, in_place = harness_run()
+        harness.append(t)
+        if in_place:  # and with copies, as a GPU model runs
+            t, r_copied, _ = harness_run(in_place=False)
+            copied.append(t)
+            assert np.array_equal(r.iterates, r_copied.iterates), "in place and copied give the same run"
         plain.append(plain_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
                                 device=a.device))
         stagewise.append(stagewise_loop(mlp(a.width, S, dtype).to(a.device), X, y, offsets, order, lr, full_passes=2,
@@ -257,6 +274,10 @@ def main():
     if master:
         fm = statistics.median(master)
         print(f"plain loop, float64 master weights: {fm:.3f} s   (repeats: {', '.join(f'{t:.3f}' for t in master)})")
+    if copied:
+        fc = statistics.median(copied)
+        print(f"harness run, weights and gradients copied instead of in place: {fc:.3f} s   "
+              f"(repeats: {', '.join(f'{t:.3f}' for t in copied)});  in place / copied: {h / fc:.3f}")
     print(f"ratio harness / plain:    {h / p:.3f}")
     print(f"ratio harness / stage-wise (the harness's own cost): {h / sw:.3f};  stage-wise / plain (the split's): {sw / p:.3f}")
     if master:

@@ -27,7 +27,13 @@ one flat float64 block per stage. What a subclass provides:
 Why backward gets w_s again: methods without weight stashing (pipedream-nostash, paci,
 pipemare) run a stage's backward pass with the weights as they are when it runs, which differ
 from those its forward pass saw; `cache` holds what the forward pass computed. w_s is a
-read-only view of the harness's storage, valid during the call only (copy it to keep it).
+read-only view of the harness's storage, valid during the call only (copy it to keep it); a
+model that sets `_pinned_views = True` is also called as forward(s, m, x, w_s, pinned=True)
+where the harness keeps w_s at its address until that micro-batch's backward of stage s, which
+reads it there (its values may change in place in between), so the model may keep views of it
+(stale.torch does, in float64 on the CPU); one that sets `_writes_gradients = True` is called as
+backward(..., into=g), g a writable float64 view of the harness's storage for grad_w_s, and may
+write the gradient there and return g itself.
 Activations arrive as C-ordered float64 arrays the model may keep (in its cache); a model with
 `activation_dtype = "float32"` gets them in float32 (the harness keeps them in float64; the
 cast happens in the copy). Results may be float32 or float64 (other types become float64).
@@ -157,6 +163,15 @@ class _Driver:
         # float64 copies (a gradient restored from a checkpoint arrives as an array); a NumPy model
         # gets copies, so that one stage's in-place work cannot reach another's cache
         self.keeps = bool(getattr(model, "_keeps_activations", False))
+        # a model that says _pinned_views is told, by forward(..., pinned=True), where w_s stays
+        # at its address and is what this micro-batch's backward of the stage reads again (its
+        # values may change in place before then): it may view w_s instead of copying it
+        # (stale.torch in float64 on the CPU)
+        self.pins = bool(getattr(model, "_pinned_views", False))
+        # a model that says _writes_gradients gets backward(..., into=g) with g a view of the
+        # harness's float64 storage for the stage's parameter gradient, and may write it there and
+        # return g itself (no copy on the way back)
+        self.writes = bool(getattr(model, "_writes_gradients", False))
         self.activation_dtype = str(getattr(model, "activation_dtype", "float64"))
         if self.activation_dtype not in ("float64", "float32"):
             _fail(model, f"activation_dtype = {self.activation_dtype!r}; valid: 'float64', 'float32'")
@@ -194,10 +209,11 @@ class _Driver:
         self._features(0, a, m, "input(m)")
         return a if self.keeps else self._flat(a, m, "input(m)")
 
-    def forward(self, s: int, m: int, x, w_s: np.ndarray):
+    def forward(self, s: int, m: int, x, w_s: np.ndarray, pinned: bool = False):
         x = x if self.keeps else self._shaped(s, x, m)
-        out, cache = _pair(self.model, self.model.forward(s, m, x, self._view(w_s)), f"forward({s}, m, x, w_s)",
-                           "out, cache")
+        result = (self.model.forward(s, m, x, self._view(w_s), pinned=True) if pinned and self.pins else
+                  self.model.forward(s, m, x, self._view(w_s)))
+        out, cache = _pair(self.model, result, f"forward({s}, m, x, w_s)", "out, cache")
         out = self._array(out)
         self._features(s + 1, out, m, f"stage {s}'s output")
         return (out if self.keeps else self._flat(out, m, f"stage {s}'s output")), cache
@@ -216,17 +232,20 @@ class _Driver:
                               "batch's mean loss")
         return value, (grad if self.keeps else self._flat(grad, m, "loss's gradient"))
 
-    def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
+    def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache, into: np.ndarray | None = None):
         # a held gradient goes back as it was returned; an array from the harness is reshaped
         shape = (self.rows[m],) + self.in_shape[s + 1]
         if not (self.keeps and tuple(grad_out.shape) == shape):
             grad_out = grad_out.reshape(shape)
-        g_w, g_in = _pair(self.model, self.model.backward(s, m, grad_out, self._view(w_s), cache),
-                          f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
+        into = into if self.writes else None
+        result = (self.model.backward(s, m, grad_out, self._view(w_s), cache, into=into) if into is not None else
+                  self.model.backward(s, m, grad_out, self._view(w_s), cache))
+        g_w, g_in = _pair(self.model, result, f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
         if g_w is None:
             _fail(self.model, f"backward of stage {s} returned None for its parameter gradient; return the gradient "
                               f"of its {self.sizes[s]} parameters")
-        g_w = _c_order(g_w, self.model, f"stage {s}'s parameter gradient").reshape(-1)
+        if g_w is not into:  # written in place: the harness's own float64 storage, of the stage's size
+            g_w = _c_order(g_w, self.model, f"stage {s}'s parameter gradient").reshape(-1)
         if g_w.size != self.sizes[s]:
             _fail(self.model, f"backward of stage {s} returned {g_w.size} parameter gradients; the stage has "
                               f"{self.sizes[s]} parameters")
@@ -331,4 +350,5 @@ class _Driver:
                 "description": f"python model {_name(self.model)}" + (f": {desc}" if desc else ""),
                 "has_validation": callable(getattr(self.model, "validation_loss", None)),
                 "activation_dtype": self.activation_dtype, "keeps_activations": self.keeps,
+                "writes_gradients": self.writes,
                 "w0": w0, "constants": constants}

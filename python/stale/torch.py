@@ -17,11 +17,20 @@ before it runs (O(d_s), float32 cast in the copy): a forward pass its weights, a
 its own, written without autograd's version check, so that methods without weight stashing
 differentiate with the weights of the backward pass and the activations of the forward pass, as
 PipeDream does. The harness runs one op at a time and every op writes its weights first, so
-micro-batches in flight share the tensor safely. A parameter shared between two stages is refused
+micro-batches in flight share the tensor safely. Where the dtypes agree (float64 on the CPU) a
+stage of 2^16 parameters or more copies nothing: at a forward the harness pins (forward(...,
+pinned=True): the backward of that micro-batch reads w_s at the same address, the weight stash
+or, without stashing, the live block that the steps in between change in place), the parameters
+are pointed at w_s itself for the call, so autograd saves views of the harness's weights and the
+backward finds there the weights it must use; the parameters point back at the adapter's tensor
+right after the call. Forwards the harness does not pin (PipeMare's predicted weights, a resumed
+run's recomputed micro-batches) copy as above. A parameter shared between two stages is refused
 (each stage is its own block of w). Forward activations and their gradients stay the modules'
 tensors, on their device, between stages (the harness holds them, python/stage_model_objective.hpp;
 a checkpoint copies the gradients in flight out, and a resumed run hands them back as arrays).
-Only the parameter gradients cross into the harness's float64 storage.
+Only the parameter gradients cross into the harness's float64 storage: on the CPU each backward
+copies (casts) them into it in place (backward(..., into=)), from a GPU they come over in the
+model's dtype and the harness casts them.
 
 Initial point: the modules' own parameters as handed over (every seed starts there), or, with
 init="reset", each submodule's reset_parameters() under torch.manual_seed(seed).
@@ -111,6 +120,14 @@ class TorchStages(StageModel):
         self._params, self._flat = [None] * self.stages, [None] * self.stages
         for s in range(self.stages):
             self._bind(s)
+        # a float64 model on the CPU views the harness's weights where it may (forward(...,
+        # pinned=True)) instead of copying them in, for stages large enough that a copy costs
+        # more than re-pointing each parameter twice (results/PERFORMANCE.md, "PyTorch stages")
+        self._pinned_views = self.dtype == torch.float64 and self.device.type == "cpu"
+        # on the CPU a backward writes its parameter gradient straight into the harness's storage
+        # (backward(..., into=)); from a GPU it comes over as it is, in the model's dtype, and the
+        # harness casts it on its threads (fewer bytes over the bus than a float64 copy)
+        self._writes_gradients = self.device.type == "cpu"
         # w_0 as the harness takes it (host float64): not a second copy of the parameters on the device
         self._initial = [self._host(flat) for flat in self._flat]
         self._dropout = [any(isinstance(x, _DROPOUT) for x in mod.modules()) for mod in self.modules]
@@ -265,11 +282,16 @@ class TorchStages(StageModel):
         """stage s's parameters become views of one flat tensor that holds their values"""
         params = [p for _, p in self.modules[s].named_parameters()]
         flat = torch.cat([p.detach().reshape(-1) for p in params])
+        self._params[s], self._flat[s] = params, flat
+        self._point(s, flat)
+
+    def _point(self, s: int, flat: torch.Tensor):
+        """stage s's parameters as views of flat (the adapter's own tensor, or the harness's
+        w_s for a pinned forward)"""
         off = 0
-        for p in params:
+        for p in self._params[s]:
             p.data = flat[off:off + p.numel()].view(p.shape)
             off += p.numel()
-        self._params[s], self._flat[s] = params, flat
 
     def _load(self, s: int, w_s: np.ndarray):
         """w_s into stage s's parameters (their flat tensor), outside autograd's view: a tensor a
@@ -293,24 +315,52 @@ class TorchStages(StageModel):
                 return self.modules[s](x)
         return self.modules[s](x)
 
-    def forward(self, s: int, m: int, x, w_s: np.ndarray):
+    # a stage of fewer parameters copies its weights even when it may view them: re-pointing
+    # its parameters there and back costs more (about 10 µs for two parameters, against a
+    # copy of 2^16 float64 values)
+    _PIN_MIN = 1 << 16
+
+    def forward(self, s: int, m: int, x, w_s: np.ndarray, pinned: bool = False):
         x_t = self._activation(x, s)
         if s > 0:
             x_t.requires_grad_(True)
+        if pinned and self._flat[s].numel() >= self._PIN_MIN:
+            # the harness keeps w_s where it is until this micro-batch's backward of the stage,
+            # which reads it there again (stage_forward_pinned): the parameters view it for the
+            # call, so autograd saves views of the harness's own weights, not of a copy; they
+            # point back at the adapter's tensor at once (nothing else sees the harness's memory)
+            self._point(s, torch.from_numpy(w_s))
+            try:
+                out = self._call(s, m, x_t)
+            finally:
+                self._point(s, self._flat[s])
+            return out.detach(), (x_t, out, w_s.__array_interface__["data"][0])
         self._load(s, w_s)
         out = self._call(s, m, x_t)
-        return out.detach(), (x_t, out)
+        return out.detach(), (x_t, out, None)
 
-    def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache):
-        x_t, out = cache
-        self._load(s, w_s)  # the backward pass's weights; autograd's saved parameters see them
+    def backward(self, s: int, m: int, grad_out: np.ndarray, w_s: np.ndarray, cache, into: np.ndarray | None = None):
+        x_t, out, viewed = cache
+        if viewed is None:
+            self._load(s, w_s)  # the backward pass's weights; autograd's saved parameters see them
+        elif viewed != w_s.__array_interface__["data"][0]:
+            raise RuntimeError(f"stale.torch: stage {s}'s backward got its weights at another address than its "
+                               "pinned forward viewed (the harness's stage_forward_pinned promise broken)")
         params = self._params[s]
         inputs = params + [x_t] if x_t.requires_grad else params
         grads = torch.autograd.grad(out, inputs, self._gradient(grad_out).reshape(out.shape), allow_unused=True)
-        g_w = self._gather(s, grads[:len(params)])
         g_in = grads[len(params)] if len(grads) > len(params) else None  # None: stage 0, or an input the stage ignores (the driver fills zeros)
-        # the input gradient stays a tensor on the device: the harness holds it for the next backward
-        return g_w.detach().cpu().numpy(), (g_in.detach() if g_in is not None else None)
+        g_in = g_in.detach() if g_in is not None else None  # it stays a tensor on the device: the harness holds it
+        if into is not None:
+            # the harness's float64 gradient storage itself (_writes_gradients, on the CPU): each
+            # parameter's gradient copied (cast) into its place, no gathered vector in between
+            dst, off = torch.from_numpy(into), 0
+            for g, p in zip(grads, params):
+                part = dst[off:off + p.numel()]
+                part.zero_() if g is None else part.copy_(g.reshape(-1))
+                off += p.numel()
+            return into, g_in
+        return self._gather(s, grads[:len(params)]).detach().cpu().numpy(), g_in
 
     def _gather(self, s: int, grads) -> torch.Tensor:
         """stage s's parameter gradients as one vector, in its parameters' order (zeros for a

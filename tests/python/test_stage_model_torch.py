@@ -129,11 +129,11 @@ def _cut(model, case, out, at=150):
     """a run of `model` stopped by an exception at its `at`-th forward call: its .partial stays"""
     forward, calls = model.forward, {"n": 0}
 
-    def crashing(s, m, x, w_s):
+    def crashing(s, m, x, w_s, **kw):  # kw: pinned=True, where the harness promises w_s stays put
         calls["n"] += 1
         if calls["n"] == at:
             raise Crash("stopped")
-        return forward(s, m, x, w_s)
+        return forward(s, m, x, w_s, **kw)
 
     model.forward = crashing
     with pytest.raises(Crash):
@@ -257,6 +257,115 @@ def test_torch_backward_uses_the_weights_of_the_backward_pass_as_the_numpy_oracl
         finals[method] = mine.iterates[-1]
     # and the weights of the backward pass matter here: without stashing the run is another one
     assert np.linalg.norm(finals["pipedream-nostash"] - finals["pipedream"]) > 1e-6 * np.linalg.norm(finals["pipedream"])
+
+
+@pytest.fixture
+def pin_every_stage(monkeypatch):
+    """the adapter views w_s at every pinned forward, whatever a stage's size (the tests' stages
+    are below the size where it would by itself)"""
+    monkeypatch.setattr(st.TorchStages, "_PIN_MIN", 1)
+
+
+def _count_pins(model):
+    """counts the model's pinned and copying forwards, its weight loads, and its backwards that
+    wrote their gradient into the harness's storage"""
+    counts = {"pinned": 0, "copied": 0, "loads": 0, "written": 0, "backwards": 0}
+    forward, load, backward = model.forward, model._load, model.backward
+
+    def counting_forward(s, m, x, w_s, pinned=False):
+        counts["pinned" if pinned else "copied"] += 1
+        return forward(s, m, x, w_s, pinned=pinned)
+
+    def counting_load(s, w_s):
+        counts["loads"] += 1
+        return load(s, w_s)
+
+    def counting_backward(s, m, grad_out, w_s, cache, **kw):
+        g_w, g_in = backward(s, m, grad_out, w_s, cache, **kw)
+        counts["backwards"] += 1
+        counts["written"] += kw.get("into") is not None and g_w is kw["into"]
+        return g_w, g_in
+
+    model.forward, model._load, model.backward = counting_forward, counting_load, counting_backward
+    return counts
+
+
+def test_pinned_views_give_every_method_the_runs_of_copied_weights_bit_for_bit(tmp_path, pin_every_stage):
+    """A float64 model on the CPU views the harness's weights at each forward the harness pins
+    (stage_forward_pinned: the backward reads the same memory) instead of copying them in, and
+    writes each parameter gradient into the harness's storage instead of handing a vector back.
+    Every method's run, through schedules, weight stashes, the live weights of methods without
+    stashing and PipeMare's predictions (which are not pinned), equals the run that copies both
+    ways (as a GPU model runs), bit for bit; the views and the writes are used, and the
+    parameters point back at the adapter's own tensor."""
+    X, y = data()
+    net = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(6 if i == 0 else 12, 12), torch.nn.Tanh())
+                                for i in range(3)], torch.nn.Linear(12, 3))
+    for case in method_cases(tmp_path):
+        case = {**RUN, **case, "method.lr": 0.2, "method.updates": 48, "log.every": 4}
+        runs = []
+        for pins in (False, True):
+            model = st.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=8)
+            model._pinned_views = model._writes_gradients = pins
+            counts = _count_pins(model)
+            runs.append(stale.run(case, model=model))
+            if pins:
+                # the probe's 4 forwards copy, and PipeMare's predicted weights are not where its backward reads
+                assert counts["pinned"] > 48 and (counts["copied"] == 4 or case["method.name"] == "pipemare"), (case, counts)
+                assert counts["loads"] == 2 * counts["copied"], (case, counts)
+                # the probe's backwards hand their gradients back (the driver checks them); every other writes in place
+                assert counts["written"] == counts["backwards"] - 4 > 48, (case, counts)
+                for s, params in enumerate(model._params):
+                    base = model._flat[s].untyped_storage().data_ptr()
+                    assert all(p.untyped_storage().data_ptr() == base for p in params), case
+            else:
+                assert counts["pinned"] == counts["written"] == 0, case
+        try:
+            assert_runs_close(runs[1], runs[0], rtol=0)
+        except AssertionError as e:
+            raise AssertionError(f"{case}: {e}") from None
+
+
+def test_pinned_views_reproduce_the_builtin_objective_and_the_weights_of_the_backward_pass(pin_every_stage):
+    """With every stage viewing its weights: the float64 torch least squares reproduces the
+    built-in quadratic (rpd, PipeDream with and without stashing, 1F1B-flush), and a method
+    without stashing still differentiates with the weights of the backward pass (the NumPy oracle)"""
+    for method in ("rpd", "pipedream", "pipedream-nostash", "1f1b-flush"):
+        case = {**RUN, "method.name": method, "method.updates": 96, "log.every": 3}
+        builtin = stale.run({**OBJECTIVE, **case})
+        model = st.least_squares_stages(SEEDED)
+        counts = _count_pins(model)
+        assert_runs_close(stale.run(case, model=model), builtin)
+        assert counts["pinned"] > 96, (method, counts)
+    torch.manual_seed(5)
+    layers = [torch.nn.Linear(6, 5, bias=False), torch.nn.Linear(5, 4, bias=False), torch.nn.Linear(4, 3, bias=False)]
+    g = np.random.default_rng(2)
+    X, Y = g.standard_normal((48, 6)), g.standard_normal((48, 3))
+    loss = lambda o, y: 0.5 * ((o - y) ** 2).sum() / o.shape[0]  # noqa: E731
+    case = {**RUN, "method.name": "pipedream-nostash", "method.lr": 0.1, "method.updates": 96, "log.every": 4}
+    assert_runs_close(stale.run(case, model=st.TorchStages(layers, (X, Y), loss, batch_size=8)),
+                      stale.run(case, model=LinearChain([l.weight for l in layers], X, Y, batch_size=8)))
+
+
+def test_a_pinned_run_resumed_from_its_checkpoint_equals_the_uninterrupted_run(tmp_path, pin_every_stage):
+    """a resumed run recomputes its micro-batches in flight from the stashed weights, which are
+    not where a method without stashing reads at the backward: those forwards copy (not pinned),
+    and the run resumes bit for bit"""
+    for method in ("pipedream-nostash", "pipedream"):
+        case = {**RUN, "method.name": method, "method.updates": 64, "log.every": 4, "log.flush_seconds": 0.0}
+        whole = stale.run(case, model=classifier(), out=tmp_path / f"{method}.h5")
+        partial = _cut(classifier(), case, tmp_path / f"{method}-cut.h5", at=200)
+        assert_runs_close(stale.run(resume=partial, model=classifier()), whole, rtol=0)
+
+
+def test_a_backward_at_another_address_than_its_pinned_forward_is_an_error(pin_every_stage):
+    model = classifier()
+    w = model.initial_params(0)
+    x = torch.as_tensor(data()[0][:8])
+    out, cache = model.forward(0, 0, x, w[0], pinned=True)
+    with pytest.raises(RuntimeError, match="stage 0's backward got its weights at another address"):
+        model.backward(0, 0, torch.ones_like(out), w[0].copy(), cache)
+    model.backward(0, 0, torch.ones_like(out), w[0], cache)  # the same array: no load, no error
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
