@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the committed results that are cheap to make (about a minute on 2 cores) into a
+# Regenerates the committed results that are cheap to make (seconds on 2 cores) into a
 # temporary folder with the project's own commands, and compares every table row and number
 # with the committed file. The lines that name the commit, the machine or a wall time are left
 # out of the comparison (they are meant to change); anything else that differs is a failure.

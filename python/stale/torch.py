@@ -24,7 +24,8 @@ or, without stashing, the live block that the steps in between change in place),
 are pointed at w_s itself for the call, so autograd saves views of the harness's weights and the
 backward finds there the weights it must use; the parameters point back at the adapter's tensor
 right after the call. Forwards the harness does not pin (PipeMare's predicted weights, a resumed
-run's recomputed micro-batches) copy as above. A parameter shared between two stages is refused
+run's recomputed micro-batches, a block that does not start on the vector alignment of the
+harness's build, which goes through its column buffer) copy as above. A parameter shared between two stages is refused
 (each stage is its own block of w). Forward activations and their gradients stay the modules'
 tensors, on their device, between stages (the harness holds them, python/stage_model_objective.hpp;
 a checkpoint copies the gradients in flight out, and a resumed run hands them back as arrays).
@@ -316,8 +317,8 @@ class TorchStages(StageModel):
         return self.modules[s](x)
 
     # a stage of fewer parameters copies its weights even when it may view them: re-pointing
-    # its parameters there and back costs more (about 10 µs for two parameters, against a
-    # copy of 2^16 float64 values)
+    # its parameters there and back costs about as much as that copy (Linear's two: 9-10 µs each
+    # way, against 71 µs for an in-cache copy of 2^18 float64 values; results/PERFORMANCE.md)
     _PIN_MIN = 1 << 16
 
     def forward(self, s: int, m: int, x, w_s: np.ndarray, pinned: bool = False):
