@@ -8,14 +8,14 @@ instruction set (README "Your own model", Reproducibility):
     ATEN_CPU_CAPABILITY=avx2 MKL_CBWR=AVX2 python3 scripts/torch_run_digest.py   # AVX2's
     python3 scripts/torch_run_digest.py --dtype float64
 
-Prints one line: torch version, dtype, kernels, MKL_CBWR, the SHA-256 (first 16 hex digits) of
-the logged iterates and losses, the last loss.
+Prints one line: what computed the run as its /objective description records it (torch's version,
+the dtype, the kernels' instruction set, MKL_CBWR where set), the thread count, the SHA-256 (first
+16 hex digits) of the logged iterates and losses, the last loss.
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 
 import numpy as np
 import torch
@@ -41,9 +41,8 @@ def main():
     r = stale.run({"method.name": "pipedream", "method.lr": 0.05, "method.updates": 96, "log.every": 8,
                    "log.iterates_every": 8}, model=model)
     digest = hashlib.sha256(r.iterates.tobytes() + r.series("loss").tobytes()).hexdigest()[:16]
-    print(f"torch {torch.__version__}, {a.dtype}, {torch.backends.cpu.get_cpu_capability()} kernels, "
-          f"MKL_CBWR={os.environ.get('MKL_CBWR', '')}, {a.threads} thread(s): digest {digest}, "
-          f"last loss {float(r.series('loss')[-1])!r}")
+    # what computed it, as the run file's /objective description records it (TorchStages._kernels)
+    print(f"{model._kernels()}, {a.threads} thread(s): digest {digest}, last loss {float(r.series('loss')[-1])!r}")
 
 
 if __name__ == "__main__":

@@ -131,6 +131,12 @@ def _c_order(a, model=None, what: str = "an array") -> np.ndarray:
     return np.ascontiguousarray(a, dtype=a.dtype if a.dtype in (np.float32, np.float64) else np.float64)
 
 
+def _host(a) -> np.ndarray:
+    """a as a NumPy array on the host: a tensor (stale.torch's held activations, its data)
+    detached and copied off its device, anything else through np.asarray"""
+    return a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+
+
 def _pair(model, result, call: str, names: str):
     """the two results a call returns, or a one-line error naming the call"""
     if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -237,7 +243,7 @@ class _Driver:
         shape = (self.rows[m],) + self.in_shape[s + 1]
         if not (self.keeps and tuple(grad_out.shape) == shape):
             grad_out = grad_out.reshape(shape)
-        into = into if self.writes else None
+        # into: given by the C++ objective only where the model says _writes_gradients (prepare's info)
         result = (self.model.backward(s, m, grad_out, self._view(w_s), cache, into=into) if into is not None else
                   self.model.backward(s, m, grad_out, self._view(w_s), cache))
         g_w, g_in = _pair(self.model, result, f"backward({s}, m, grad_out, w_s, cache)", "grad_w_s, grad_in")
@@ -259,9 +265,7 @@ class _Driver:
 
     def values(self, a):
         """a held activation gradient as a C-order [rows × features] array (a checkpoint's copy)"""
-        if hasattr(a, "detach"):
-            a = a.detach().cpu().numpy()
-        a = np.asarray(a)
+        a = _host(a)
         return _c_order(a, self.model, "a held activation gradient").reshape(a.shape[0], -1)
 
     def initial_point(self, seed: int) -> np.ndarray:
@@ -301,7 +305,7 @@ class _Driver:
             if isinstance(part, str):
                 part = part.encode()
             if not isinstance(part, bytes):
-                a = np.ascontiguousarray(part.detach().cpu().numpy() if hasattr(part, "detach") else np.asarray(part))
+                a = np.ascontiguousarray(_host(part))
                 h.update(f"{a.dtype.str}{a.shape}".encode())
                 part = a.view(np.uint8).reshape(-1) if a.size else b""
             h.update(part)
