@@ -188,7 +188,7 @@ def main():
     ap.add_argument("--microbatches", type=int, default=48, help="micro-batches the run trains on")
     ap.add_argument("--method", default="1f1b-flush")
     ap.add_argument("--dtype", choices=["float32", "float64"], default="float32")
-    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (both sides)")
+    ap.add_argument("--threads", type=int, default=1, help="torch's intra-op threads (both sides: the plain loops' torch.set_num_threads, the model's threads=)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                     help="where the model's tensors live (the harness's own state stays on the host)")
@@ -214,7 +214,7 @@ def main():
 
     # one stage op, alone: forward + backward of stage 1 through the adapter
     model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy, batch_size=a.batch,
-                                    dtype=dtype, device=a.device)
+                                    dtype=dtype, device=a.device, threads=a.threads)
     w = model.initial_params(0)
     x = torch.tanh(torch.randn(a.batch, a.width, dtype=dtype, device=a.device))  # an activation the adapter holds
     grad_out = np.ones((a.batch, a.width), dtype=np.float32 if dtype == torch.float32 else np.float64)
@@ -233,7 +233,7 @@ def main():
         the CPU each backward writes its parameter gradient there, and a float64 model's stages
         view their weights there at pinned forwards (in_place=False: copies both ways instead)"""
         model = stale.torch.TorchStages(mlp(a.width, S, dtype), (X, y), torch.nn.functional.cross_entropy,
-                                        batch_size=a.batch, dtype=dtype, device=a.device)
+                                        batch_size=a.batch, dtype=dtype, device=a.device, threads=a.threads)
         if not in_place:
             model._pinned_views = model._writes_gradients = False
         t0 = time.perf_counter()

@@ -4,6 +4,7 @@ stale.keys, stale.schema — each a function of the command layer (src/commands/
 calls too, so both front ends refuse the same input with the same line."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 
@@ -53,8 +54,11 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resum
             arrays["w_true"] = np.ravel(np.asarray(w_true, dtype=np.float64))
     # what goes with a resume (nothing: the .partial has its config and path) is the command
     # layer's to refuse, as for `stale run --resume`
-    fields = _stale.run(path, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
-                        bool(drop_unread), **arrays, model=driver, resume=os.fspath(resume) if resume is not None else "")
+    # a Python model's calls all happen inside its run context (stale.torch: torch's thread count)
+    with driver.running() if driver is not None else contextlib.nullcontext():
+        fields = _stale.run(path, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
+                            bool(drop_unread), **arrays, model=driver,
+                            resume=os.fspath(resume) if resume is not None else "")
     if out is not None or resume is not None:
         return load(fields["path"])
     return Run(fields)

@@ -19,6 +19,8 @@ one flat float64 block per stage. What a subclass provides:
     loss(m, last) -> (loss, grad_last)           the batch's mean loss and d loss / d last
     validation_loss(blocks) -> float             optional: held-out loss (/metrics/val_loss)
     start(seed)                                  optional: told the run's seed before anything else
+    running() -> context manager                 optional: the context every call of a run is made
+                                                 in (stale.torch fixes torch's intra-op threads there)
     fingerprint() -> [array | bytes | str, …]    optional: what identifies the model's data and
                                                  function (default: every batch's input(m))
     constants() -> dict                          optional: L, L_exact, mu, f_star, f_low, w_star,
@@ -53,6 +55,7 @@ the run is not an error: the run ends with status "diverged" (log.divergence), a
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 import numpy as np
@@ -181,6 +184,11 @@ class _Driver:
         self.activation_dtype = str(getattr(model, "activation_dtype", "float64"))
         if self.activation_dtype not in ("float64", "float32"):
             _fail(model, f"activation_dtype = {self.activation_dtype!r}; valid: 'float64', 'float32'")
+
+    def running(self):
+        """the model's run context (its optional running()), else one that does nothing"""
+        enter = getattr(self.model, "running", None)
+        return enter() if callable(enter) else contextlib.nullcontext()
 
     # ---- shapes: a stage's output keeps its shape between calls (its rows follow the batch)
     def _features(self, s: int, a: np.ndarray, m: int, what: str) -> tuple:

@@ -45,6 +45,7 @@ constant buffers are fine.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 
@@ -79,14 +80,25 @@ class TorchStages(StageModel):
     file's /objective (the description followed by what computed the run: torch's version, the
     dtype, the device and, on the CPU, the kernels' instruction set); constants: what is known
     of f (stale.StageModel.constants), e.g. {"f_low": 0.0} for a non-negative loss, which gives
-    the bound its Δ₀ = f(w_0) − f_low."""
+    the bound its Δ₀ = f(w_0) − f_low; threads: torch's intra-op threads for the run (default 1).
+
+    Threads: torch's CPU kernels may split a reduction by the intra-op thread count (float32 sums
+    on AVX-512 machines do: a run at 1 and at 2 threads differs in the last bits), so the model,
+    not the calling process, decides it: a run sets torch.set_num_threads(threads) when it starts
+    and gives the caller's setting back when it ends (running()); the count is part of the
+    /objective description. A run's bits so follow the model, the data, the config, torch's version,
+    the kernels' instruction set and `threads`, never the process's torch.get_num_threads()."""
 
     _writable_views = True  # the adapter copies w_s before autograd may keep it (see above)
     _keeps_activations = True  # forward activations stay tensors on the model's device (see above)
 
     def __init__(self, stages, data, loss_fn, *, batch_size: int, validation=None, dtype=torch.float64,
                  device="cpu", init: str = "module", name: str | None = None, description: str = "",
-                 constants: dict | None = None):
+                 constants: dict | None = None, threads: int = 1):
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            raise ConfigError(f"stale.torch: threads = {threads!r}; give torch's intra-op thread count for the run, "
+                              "a positive integer (default 1)")
+        self.threads = int(threads)
         modules = list(stages.children()) if isinstance(stages, torch.nn.Sequential) else list(stages)
         if not modules or not all(isinstance(m, torch.nn.Module) for m in modules):
             raise ConfigError("stale.torch: stages must be an nn.Sequential or a list of nn.Module, one per stage")
@@ -223,7 +235,19 @@ class TorchStages(StageModel):
             where += f" on cpu, {torch.backends.cpu.get_cpu_capability()} kernels"
             if os.environ.get("MKL_CBWR"):
                 where += f", MKL_CBWR={os.environ['MKL_CBWR']}"
+        where += f", {self.threads} intra-op thread{'s' if self.threads > 1 else ''}"
         return f"torch {torch.__version__}, {where}"
+
+    @contextlib.contextmanager
+    def running(self):
+        """the context of a run (stale.run enters it around the whole run, resume included):
+        torch's intra-op thread count is the model's `threads` there, the caller's after"""
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def fingerprint(self):
         """what a resume must find again (stale.model's data_checksum): the data, the validation

@@ -370,34 +370,64 @@ def test_a_backward_at_another_address_than_its_pinned_forward_is_an_error(pin_e
     model.backward(0, 0, torch.ones_like(out), w[0], cache)  # the same array: no load, no error
 
 
+def _digest_script():
+    """scripts/torch_run_digest.py as a module (its model, its run)"""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "torch_run_digest.py"
+    spec = importlib.util.spec_from_file_location("torch_run_digest", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_a_torch_run_does_not_depend_on_torchs_thread_count(dtype):
-    """torch's own intra-op threads (its GEMMs split over them) leave every logged number and
-    iterate as they are with one thread: stale's rule that results do not depend on the thread
-    count, checked where the arithmetic is torch's. Products of 128 × 256 by 256 × 256 are large
-    enough for torch to split them (below its grain size it would not, and the test would show
-    nothing)."""
-    g = np.random.default_rng(3)
-    X, y = g.standard_normal((512, 256)), g.integers(0, 10, 512)
-
-    def run():
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Tanh()) for _ in range(3)],
-                                  torch.nn.Linear(256, 10))
-        model = st.TorchStages(net, (X, y), torch.nn.functional.cross_entropy, batch_size=128, dtype=dtype)
-        return stale.run({**RUN, "method.name": "pipedream", "method.lr": 0.05, "method.updates": 48, "log.every": 8},
-                         model=model)
-
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_torch_run_takes_its_thread_count_from_the_model_not_the_caller(dtype, threads):
+    """stale.torch's guarantee (README "Reproducibility"): every call of a run computes with the
+    model's `threads` intra-op threads, whatever the calling process set, and the caller's
+    setting is back afterwards; so the run's bits do not follow the process's thread count. The
+    model centres each activation by its mean over 2^18 values, a reduction torch's kernels split
+    by thread count (on this project's AVX-512 machines 1, 2 and 3 threads give three different
+    float32 sums): a run that took the caller's count would differ here, not only on some CPU."""
+    digest = _digest_script()
+    model = digest.digest_model(dtype, threads)
+    assert f"{threads} intra-op thread" in model.description
     before = torch.get_num_threads()
+    runs = {}
     try:
-        torch.set_num_threads(1)
-        one = run()
-        torch.set_num_threads(3)
-        three = run()
+        for ambient in (1, 2, 3):
+            torch.set_num_threads(ambient)
+            runs[ambient] = digest.digest_run(model)
+            assert torch.get_num_threads() == ambient  # the caller's setting given back
     finally:
         torch.set_num_threads(before)
-    assert_runs_close(three, one, rtol=0)
-    assert one.status == "ok" and one.series("loss")[-1] < one.series("loss")[0]
+    for ambient, (_, _, seen) in runs.items():
+        assert seen == [threads], (ambient, seen)  # every stage call ran at the model's count
+    assert len({(d, last) for d, last, _ in runs.values()}) == 1, runs
+
+
+def test_the_thread_guarantee_holds_under_each_instruction_set_torch_can_pick_here():
+    """the same guarantee with torch's kernels forced to AVX2 and, where the CPU has it, AVX-512
+    (ATEN_CPU_CAPABILITY, read when torch loads: one process each), through the digest script
+    the README names: one digest for process settings of 1, 2 and 3 threads"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = torch.backends.cpu.get_cpu_capability()  # what torch picked for this CPU
+    caps = {"AVX2": ["avx2"], "AVX512": ["avx2", "avx512"]}.get(here)
+    if caps is None:
+        pytest.skip(f"torch picks {here} kernels here: no AVX2 to force")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "torch_run_digest.py"
+    for cap in caps:
+        out = subprocess.run([sys.executable, str(script), "--ambient", "1,2,3"], capture_output=True, text=True,
+                             check=True, timeout=600, env={**os.environ, "ATEN_CPU_CAPABILITY": cap}).stdout
+        lines = out.strip().splitlines()
+        assert len(lines) == 3 and all(f"{cap.upper()} kernels" in line for line in lines), out
+        assert all("stages saw [1]" in line for line in lines), out
+        assert len({line.split("digest ")[1] for line in lines}) == 1, out
 
 
 class _Counter(torch.nn.Module):
@@ -523,17 +553,3 @@ def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_p
     with h5py.File(tmp_path / "kept.h5", "r") as f:
         note = f.attrs["resume_forced"]
         assert "the model's data or stages changed" in (note.decode() if isinstance(note, bytes) else note)
-
-
-def test_the_run_digest_script_prints_one_digest_for_any_thread_count():
-    """scripts/torch_run_digest.py (README "Reproducibility"): what it prints names torch's
-    kernels, and the digest does not follow the thread count"""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parents[2] / "scripts" / "torch_run_digest.py"
-    lines = [subprocess.run([sys.executable, str(script), "--threads", t], capture_output=True, text=True, check=True,
-                            timeout=300).stdout.strip() for t in ("1", "2")]
-    assert f"{torch.backends.cpu.get_cpu_capability()} kernels" in lines[0]
-    assert lines[0].split("digest ")[1] == lines[1].split("digest ")[1] and "thread" in lines[1]
