@@ -485,6 +485,7 @@ NB_MODULE(_stale, m) {
   m.attr("version") = stale::build::version;
   m.attr("git_sha") = stale::build::git_sha;
   m.attr("cpu_target") = stale::build::cpu_target;
+  m.attr("toolchain") = stale::toolchain();  // with cpu_target: what committed bits are promised for
   if (const std::string cpu = cpu_target_mismatch(); !cpu.empty()) throw nb::import_error(cpu.c_str());
   m.def("run", &stale::run, "path"_a, "overrides"_a, "out"_a, "force"_a, "progress"_a, "drop_unread"_a,
         "X"_a.none() = nb::none(), "y"_a.none() = nb::none(), "w_true"_a.none() = nb::none(),

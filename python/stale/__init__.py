@@ -18,11 +18,11 @@ arguments, dotted keys passed as **{"method.lr": 0.01} or with "__" for the dot
 (method__lr=0.01). Bad input raises stale.ConfigError (a ValueError) with the CLI's one-line
 message. The C++ work runs with the interpreter lock released.
 """
-from ._stale import ConfigError, git_sha, version as __version__
+from ._stale import ConfigError, cpu_target, git_sha, toolchain, version as __version__
 from .results import Run, load, load_sweep
 from .api import components, keys, objective, run, schedule, schema, stability, sweep, Schedule
 from .model import StageModel, batch_offsets
 from . import analysis
 
 __all__ = ["ConfigError", "Run", "Schedule", "StageModel", "analysis", "batch_offsets", "components", "keys", "load", "load_sweep", "objective", "run", "schedule", "schema", "stability", "sweep",
-           "__version__", "git_sha"]
+           "__version__", "cpu_target", "git_sha", "toolchain"]

@@ -38,6 +38,9 @@ int cmd_info() {
               std::strcmp(build::cpu_target, "native") == 0
                   ? "this build machine's own instruction set: run files may differ from other machines' in the last bits"
                   : "run files are bit-identical between machines running the same target");
+  // what else decides a run's last bits on one target: the compiler, Eigen's kernels, the C
+  // library's exp/log/tanh (tests/golden/golden_digests.py compares this line)
+  std::printf("toolchain: %s\n", toolchain().c_str());
 #ifdef _OPENMP
   std::printf("OpenMP threads: %d\n", omp_get_max_threads());
 #else

@@ -1,8 +1,17 @@
 #include "src/core/cpu_target.hpp"
 
+#include <Eigen/Core>
+#include <gnu/libc-version.h>
+
 #include "src/core/build_info.hpp"
 
 namespace stale {
+
+std::string toolchain() {
+  return std::string(build::compiler) + ", Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) + ", glibc " +
+         gnu_get_libc_version();
+}
 
 std::string cpu_target_mismatch() {
   std::string missing;

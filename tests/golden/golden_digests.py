@@ -16,8 +16,10 @@ Regenerating is legitimate only when a change is *meant* to move bits (a new sum
 a changed update rule, another compiler or Eigen version) — say so in the commit, with the
 committed results regenerated alongside. It is never the fix for a digest that moved between
 two machines running the same build target: that is the bug this test exists to catch.
-Builds for another target (STALE_NATIVE=ON, -DSTALE_MARCH=x86-64) are skipped (exit 77): their
-bits are not promised to match.
+Builds for another target (STALE_NATIVE=ON, -DSTALE_MARCH=x86-64) or with another toolchain (the
+compiler, Eigen, glibc: `stale info`'s toolchain line, recorded in digests.json) are skipped
+(exit 77): their bits are not promised to match. The promise is per target and toolchain; the CPU
+(vendor, AVX-512, cache sizes) and the thread count never enter.
 """
 from __future__ import annotations
 
@@ -288,12 +290,23 @@ def run_case(stale: str, name: str, text: str, kind: str, work: Path, data_dir: 
     raise RuntimeError(f"{name}: no run file of the lr = 2^-6 column in {out_dir}")
 
 
-def cpu_target(stale: str) -> str:
+def info_line(stale: str, key: str) -> str:
+    """the value of `stale info`'s line `key: …` ("unknown" where it has none)"""
     info = subprocess.run([stale, "info"], check=True, capture_output=True, text=True).stdout
     for line in info.splitlines():
-        if line.startswith("CPU target:"):
-            return line.split(":", 1)[1].split()[0]
+        if line.startswith(key + ":"):
+            return line.split(":", 1)[1].strip()
     return "unknown"
+
+
+def cpu_target(stale: str) -> str:
+    return info_line(stale, "CPU target").split()[0]
+
+
+def toolchain(stale: str) -> str:
+    """compiler, Eigen and glibc versions: on one target they decide the last bits too (FMA
+    contraction and inlining, Eigen's kernels, libm's exp/log/tanh)"""
+    return info_line(stale, "toolchain")
 
 
 def cpu_name() -> str:
@@ -326,6 +339,11 @@ def main() -> int:
         print(f"STALE_TEST_SKIPPED: the committed digests are of {TARGET} builds; this build targets {target}, "
               "whose bits are not promised to match")
         return 77
+    tools, made_with = toolchain(args.stale), json.loads(DIGESTS.read_text()).get("toolchain")
+    if made_with is not None and tools != made_with and not args.write:
+        print(f"STALE_TEST_SKIPPED: the committed digests were made with {made_with}; this build uses {tools}, "
+              "whose bits are not promised to match (regenerate with --write after checking why they moved)")
+        return 77
     data_dir = Path(os.environ.get("STALE_DATA_DIR", HERE.parents[1].parent / "shared" / "data"))
     skipped = []
     got = {}
@@ -336,9 +354,10 @@ def main() -> int:
                 continue
             got[name] = digest_file(run_case(args.stale, name, text, kind, Path(tmp), data_dir))
     if args.json:
-        Path(args.json).write_text(json.dumps({"target": target, "machine": machine, "digests": got}, indent=2) + "\n")
+        Path(args.json).write_text(json.dumps({"target": target, "toolchain": tools, "machine": machine, "digests": got},
+                                              indent=2) + "\n")
     if args.write:
-        DIGESTS.write_text(json.dumps({"target": target, "made_on": machine, "digests": got}, indent=2,
+        DIGESTS.write_text(json.dumps({"target": target, "toolchain": tools, "made_on": machine, "digests": got}, indent=2,
                                       sort_keys=True) + "\n")
         print(f"wrote {DIGESTS} ({sum(len(v) for v in got.values())} digests)")
         return 0

@@ -4,6 +4,7 @@ curves are chosen by hand so that the expected answers are known exactly."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,23 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPTS = os.path.join(ROOT, "scripts")
 sys.path.insert(0, SCRIPTS)
 from stale_analysis.schema import RUN_SCHEMA_VERSION  # noqa: E402
+
+
+def skip_unless_committed_bits(target: str, toolchain: str, what: str):
+    """Skips a test that compares with bits committed from a build (a fixture file, a printed
+    number) unless this build has the target and toolchain those bits are promised for: the
+    golden digests' (tests/golden/digests.json), on every CPU of that target"""
+    golden = json.loads(open(os.path.join(ROOT, "tests", "golden", "digests.json")).read())
+    if target != golden["target"] or toolchain != golden["toolchain"]:
+        pytest.skip(f"{what} are bits of {golden['target']} builds with {golden['toolchain']}; this build is "
+                    f"{target} with {toolchain}")
+
+
+def binary_build(stale_bin: str) -> tuple[str, str]:
+    """(CPU target, toolchain) of a `stale` binary, from `stale info`"""
+    info = dict(line.split(": ", 1) for line in subprocess.run([stale_bin, "info"], capture_output=True, text=True,
+                                                                check=True).stdout.splitlines() if ": " in line)
+    return info.get("CPU target", "unknown").split()[0], info.get("toolchain", "unknown")
 
 
 def script(name: str, *args, cwd=None):

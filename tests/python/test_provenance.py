@@ -5,6 +5,7 @@ after its stamp, a file never stamped and a row whose file is gone."""
 from __future__ import annotations
 
 import os
+import platform
 
 import matplotlib
 
@@ -35,7 +36,9 @@ def test_stamp_states_command_commit_target_and_instruction_set(tmp_path):
     text = (d / "table.md").read_text()
     last = text.rstrip("\n").splitlines()[-1]
     assert last.startswith("Provenance: made by `python3 scripts/make_table.py` at git ")
-    assert b["git"] in last and f"built for {b['target']}" in last and "x86-64" in provenance.machine()
+    assert b["git"] in last and f"built for {b['target']}" in last
+    if platform.machine() == "x86_64":  # elsewhere machine() names the architecture instead of a level
+        assert "x86-64" in provenance.machine()
     assert provenance.machine() in last
     assert "| 1 | 2 |" in text  # the content is kept
     # stamping again replaces the line instead of adding a second one

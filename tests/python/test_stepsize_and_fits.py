@@ -106,7 +106,10 @@ def test_stepsize_cli_sorts_configurations_numerically(tmp_path):
     d = write_sweep(tmp_path / "sw", points)
     r = script("stepsize.py", d)
     assert r.returncode == 0, r.stderr
-    assert r.stderr == ""  # no numpy warnings, and no choice at a grid edge
+    # no warning of the script's own (a grid-edge choice) and none from its arithmetic
+    # (RuntimeWarning: a division by zero, a nan); what a newer numpy or pandas announces about
+    # itself (a DeprecationWarning) is not this test's to forbid
+    assert "warning: " not in r.stderr and "RuntimeWarning" not in r.stderr, r.stderr
     configs = [line.split("|")[1].strip() for line in r.stdout.splitlines()[2:]]
     assert configs == ["delay.max=8", "delay.max=30", "delay.max=180"]
     assert all("| 0.01 |" in line for line in r.stdout.splitlines()[2:])
