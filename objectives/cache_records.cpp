@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "src/core/new_file.hpp"
 #include "src/core/rng.hpp"
 
 namespace stale {
@@ -47,17 +48,17 @@ uint64_t hash_bytes(const void* p, size_t n, uint64_t h) {
   return out;
 }
 
-void store_record(const std::filesystem::path& path, const std::function<void(std::ofstream&)>& write) {
+void store_record(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   static std::atomic<int> counter{0};
   const auto tmp = path.string() + ".partial." + std::to_string(getpid()) + "." + std::to_string(counter++);
   {
-    std::ofstream out(tmp, std::ios::binary);
+    NewFileStream out(tmp, /*binary=*/true);  // a cache folder may be shared: never through a link
     if (!out) return;
     write(out);
+    out.close();
     if (!out) {
-      out.close();
       std::filesystem::remove(tmp, ec);
       return;
     }

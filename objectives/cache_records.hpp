@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <ostream>
 #include <functional>
 
 namespace stale {
@@ -24,6 +24,6 @@ uint64_t hash_bytes(const void* p, size_t n, uint64_t h);
 
 // Writes through `write` to a unique temporary name and renames it into place, so concurrent
 // runs never read half a record.
-void store_record(const std::filesystem::path& path, const std::function<void(std::ofstream&)>& write);
+void store_record(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace stale

@@ -78,7 +78,7 @@ void store_cached(uint64_t key, Index d, const CachedConstants& c) {
   const uint64_t sum = hash_bytes(bytes.data(), bytes.size(), 0);
   put(&sum, sizeof sum);
   store_record(cache_path(key),
-               [&](std::ofstream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+               [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
 }
 
 void keep_solution(uint64_t key, Index d, double f_star, const Vec& w, const std::string& method, bool converged,
@@ -110,7 +110,7 @@ bool load_cached_gram(uint64_t key, Index d, Mat& H) {
 void store_cached_gram(uint64_t key, const Mat& H) {
   const Index d = H.rows();
   if (d > kMaxCachedGramDim || H.cols() != d) return;
-  store_record(cache_path(key, "gram"), [&](std::ofstream& out) {
+  store_record(cache_path(key, "gram"), [&](std::ostream& out) {
     const uint64_t sum = hash_bytes(H.data(), sizeof(double) * static_cast<size_t>(H.size()), 0);
     out.write(reinterpret_cast<const char*>(&d), sizeof d);
     out.write(reinterpret_cast<const char*>(H.data()), static_cast<std::streamsize>(sizeof(double) * H.size()));

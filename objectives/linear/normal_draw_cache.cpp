@@ -51,7 +51,7 @@ void draw_normals(Rng& rng, double* out, size_t count) {
   draw_directly(rng, out, count);
   uint64_t after[6];
   rng.save_words(after);
-  store_record(path, [&](std::ofstream& o) {
+  store_record(path, [&](std::ostream& o) {
     const uint64_t n = count, sum = hash_bytes(out, sizeof(double) * count, key);
     o.write(reinterpret_cast<const char*>(&n), sizeof n);
     o.write(reinterpret_cast<const char*>(out), bytes);

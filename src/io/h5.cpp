@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "src/core/memory.hpp"
+#include "src/core/new_file.hpp"
 
 namespace stale::h5 {
 
@@ -333,6 +334,13 @@ Handle::~Handle() {
   const Lock lock;
   if (id_ >= 0 && closer_) closer_(id_);
 }
+herr_t Handle::close() {
+  const Lock lock;
+  herr_t r = 0;
+  if (id_ >= 0 && closer_) r = closer_(id_);
+  id_ = -1;
+  return r;
+}
 
 Handle open_dataset(hid_t parent, const std::string& name) {
   const Lock lock;
@@ -364,10 +372,21 @@ void no_cleanup_at_exit() {
   H5dont_atexit();
 }
 
+namespace {
+// H5F_ACC_TRUNC would open an existing name and truncate what it names, through a link that
+// someone put at it too: the name is cleared and the file created exclusively
+// (src/core/new_file.hpp)
+void clear_for_create(const std::string& path) {
+  if (!clear_for_new_file(path))
+    throw UserError(path + ": cannot replace what is there (" + std::strerror(errno) + ")");
+}
+}  // namespace
+
 Handle create_file(const std::string& path) {
   const Lock lock;
+  clear_for_create(path);
   Handle fcpl = compact_file_creation();
-  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.id(), H5P_DEFAULT), H5Fclose, "create file " + path);
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.id(), H5P_DEFAULT), H5Fclose, "create file " + path);
 }
 namespace {
 Handle latest_format_access() {
@@ -380,7 +399,8 @@ Handle create_file_swmr_capable(const std::string& path) {
   const Lock lock;
   Handle fapl = latest_format_access();
   Handle fcpl = compact_file_creation();
-  return Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.id(), fapl.id()), H5Fclose, "create file " + path);
+  clear_for_create(path);
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), H5Fclose, "create file " + path);
 }
 Handle open_file_rdwr(const std::string& path, bool swmr) {
   const Lock lock;
@@ -448,7 +468,8 @@ void copy_compact(const std::string& from, const std::string& to, const std::vec
     Handle fapl = latest_format_access();
     ok(H5Pset_fapl_core(fapl.id(), 1 << 20, 1), "H5Pset_fapl_core");  // 1 MiB steps, written to `to`
     Handle fcpl = compact_file_creation();
-    return Handle(H5Fcreate(to.c_str(), H5F_ACC_TRUNC, fcpl.id(), fapl.id()), H5Fclose, "create file " + to);
+    clear_for_create(to);
+    return Handle(H5Fcreate(to.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), H5Fclose, "create file " + to);
   }();
   std::vector<std::string> names;
   auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {

@@ -26,6 +26,9 @@ class Handle {
   ~Handle();
   hid_t id() const { return id_; }
   bool valid() const { return id_ >= 0; }
+  // closes it now and says whether HDF5 could (negative: it could not, e.g. a file whose last
+  // writes met a full disk); the destructor closes too, but cannot report
+  herr_t close();
 
  private:
   hid_t id_ = -1;

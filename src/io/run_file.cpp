@@ -203,6 +203,18 @@ struct RunFile::Impl {
       index = h5::open_dataset(file.id(), "checkpoint/index");
     }
   }
+  // close(), and the file's own close checked, then the file opened again read-only: a run
+  // file gets its finished (or interrupted) name only once it is known to be readable. A close
+  // that failed (a full disk: HDF5 could not write its last metadata) left a file that no one
+  // can open ("file is already open for write"), which a rename would have called done.
+  void close_verified(const std::string& path) {
+    h5::Handle f = std::move(file);
+    close();
+    if (f.close() < 0)
+      throw UserError(path + ": HDF5 could not close the run file (is the disk full?); it is not finished");
+    if (!run_file_opens(path))
+      throw UserError(path + ": the run file cannot be read back after closing (is the disk full?); it is not finished");
+  }
   void reopen(const std::string& path, bool swmr) {
     close();
     file = h5::open_file_rdwr(path, swmr);
@@ -626,7 +638,7 @@ void RunFile::interrupt(double wall_seconds, const std::string& message) {
   h5::write_attr(f, "status", std::string("interrupted"));
   h5::write_attr(f, "message", message);
   h5::write_attr(f, "wall_seconds", wall_seconds);
-  I.close();
+  I.close_verified(I.closing);
   std::error_code ec;
   std::filesystem::rename(I.closing, I.partial, ec);
   if (ec) throw UserError(I.partial + ": cannot rename the interrupted run file (" + ec.message() + ")");
@@ -661,7 +673,7 @@ void RunFile::finish(const std::string& status, double wall_seconds, const std::
   h5::write_attr(f, "ended", now_iso());
   h5::delete_attr(f, "writer_pid");  // about the .partial's writer only
   h5::delete_attr(f, "writer_host");
-  I.close();
+  I.close_verified(I.closing);
   std::error_code ec;
   std::filesystem::rename(I.closing, path_, ec);
   if (ec) throw UserError(path_ + ": cannot rename the finished run file (" + ec.message() + ")");
@@ -681,6 +693,15 @@ void RunFile::abort() {
   std::filesystem::remove(I.fresh, ec);
   std::filesystem::remove(I.closing, ec);
   I.done = true;
+}
+
+bool run_file_opens(const std::string& path) {
+  try {
+    const h5::Handle f = h5::open_file_readonly(path);
+    return h5::attr_exists(f.id(), "status") && !h5::read_attr_string(f.id(), "status").empty();
+  } catch (const UserError&) {
+    return false;
+  }
 }
 
 std::string read_run_config(const std::string& path) {

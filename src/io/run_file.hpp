@@ -64,6 +64,10 @@ PartialRun read_partial_run(const std::string& partial_path);
 // the resolved config a run file or .partial records (its root attribute `config`), without
 // reading anything else; UserError naming the file when it cannot be opened or has none
 std::string read_run_config(const std::string& path);
+// whether `path` opens as an HDF5 file with a run's status: false for a file whose writer could
+// not close it (a full disk), a truncated one, or none; what a finished name and a sweep's
+// "done" require
+bool run_file_opens(const std::string& path);
 // what a checkpoint records of a text (the config, the data's SHA-256): FNV-1a, 64 bits
 uint64_t text_fingerprint(const std::string& text);
 

@@ -15,11 +15,13 @@
 namespace stale {
 
 namespace {
+// the holder's pid, as written below: the first line, without its padding
 std::string read_holder(int fd) {
   char buf[64] = {};
   const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
   std::string s = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  s = s.substr(0, s.find('\n'));
+  while (!s.empty() && s.back() == ' ') s.pop_back();
   return s.empty() ? "unknown" : s;
 }
 }  // namespace
@@ -39,12 +41,30 @@ WriteLock::WriteLock(const std::string& target, const std::string& what, const s
   // The holder removes its lock file when it ends; a process that opened the file just before
   // that would lock a removed file, so the lock counts only when the path still names it.
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const int fd = open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Never through a link: anyone who can write into the output folder could have put a
+    // symbolic link (or a hard link) at this name, and the pid written below would land in its
+    // target, another file (O_NOFOLLOW refuses a symbolic link; the checks below a hard link, a
+    // FIFO or a device). O_NONBLOCK: opening a FIFO must not wait for a reader.
+    const int fd = open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
     if (fd < 0) {
       const int err = errno;
       remove_created_folders();
+      if (err == ELOOP)
+        throw UserError(lock_path_ + ": is a symbolic link; stale's lock files are plain files it makes itself, "
+                        "and it writes through no link: remove the link (its target is untouched)");
       throw UserError(lock_path_ + ": cannot create the " + what + "'s lock file (" + std::strerror(err) +
                       "); the output folder must be writable");
+    }
+    struct stat opened {};
+    if (fstat(fd, &opened) != 0 || !S_ISREG(opened.st_mode) || opened.st_nlink != 1) {
+      const bool regular = S_ISREG(opened.st_mode);
+      close(fd);
+      remove_created_folders();
+      throw UserError(lock_path_ + (regular ? ": has other hard links; stale writes its pid into its lock file, and "
+                                              "that would reach the other names: remove it (the other names keep "
+                                              "their content)"
+                                            : ": is not a plain file; stale's lock files are plain files it makes "
+                                              "itself: remove it or choose another output path"));
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
@@ -60,8 +80,12 @@ WriteLock::WriteLock(const std::string& target, const std::string& what, const s
     if (fstat(fd, &held) == 0 && stat(lock_path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
         held.st_dev == named.st_dev) {
       fd_ = fd;
-      const std::string pid = std::to_string(getpid()) + "\n";
-      if (ftruncate(fd_, 0) != 0 || pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      // the pid padded to one width and never a truncation: a lock file left by a dead holder
+      // is overwritten in place, and read_holder reads the first line
+      std::string pid = std::to_string(getpid());
+      pid.resize(20, ' ');
+      pid += "\n";
+      if (pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
         // the lock holds without the pid in it; only the refusal of a second writer reads it
       }
       return;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "src/core/error.hpp"
+#include "src/core/new_file.hpp"
 
 namespace stale {
 
@@ -44,7 +45,7 @@ void write_chrome_trace(std::ostream& out, const Schedule& s, const SimResult& r
 void write_chrome_trace(const std::string& path, const Schedule& s, const SimResult& r, double us_per_unit) {
   const std::string partial = path + ".partial";
   {
-    std::ofstream f(partial);
+    NewFileStream f(partial);  // never through a link at the .partial name (src/core/new_file.hpp)
     if (!f) throw UserError(path + ": cannot write the trace (does the directory exist?)");
     write_chrome_trace(f, s, r, us_per_unit);
     f.close();

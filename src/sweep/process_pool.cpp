@@ -10,6 +10,7 @@
 #include <map>
 
 #include "src/core/error.hpp"
+#include "src/core/new_file.hpp"
 #include "src/run/interrupt.hpp"
 
 extern char** environ;
@@ -56,7 +57,8 @@ pid_t spawn(const PreparedChild& c) {
     // this line is already gone: the child starts nothing.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(128 + SIGTERM);
-    const int fd = open(c.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // a new file, never through a link someone placed in the sweep folder (src/core/new_file.hpp)
+    const int fd = create_new_file(c.log);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);

@@ -25,6 +25,7 @@
 #include "src/core/error.hpp"
 #include "src/core/parallel.hpp"
 #include "src/io/h5.hpp"
+#include "src/io/run_file.hpp"
 #include "src/io/sweep_index_file.hpp"
 #include "src/io/write_lock.hpp"
 #include "src/pipeline/state_costs.hpp"
@@ -243,7 +244,19 @@ SweepSummary run_sweep(const Sweep& sweep, const SweepOptions& opt) {
     bool missing = false;
     for (const auto* r : group) {
       ++sum.in_shard;
-      if (fs::exists(dir / "runs" / (r->hash + ".h5"))) {
+      const fs::path file = dir / "runs" / (r->hash + ".h5");
+      const bool opens = fs::exists(file) && run_file_opens(file.string());
+      if (!opens && fs::exists(file) && !opt.dry_run && !opt.index_only) {
+        // a finished name on a file that does not open (its writer's close failed on a full
+        // disk, in a version that renamed it anyway): not done; kept aside, the run runs again
+        std::error_code ec;
+        fs::rename(file, file.string() + ".unreadable", ec);
+        if (ec) throw UserError(file.string() + ": does not open as a run file and cannot be moved aside (" +
+                                ec.message() + "); remove it to run it again");
+        std::fprintf(stderr, "sweep: %s does not open as a run file: kept as %s.unreadable, run again\n",
+                     file.string().c_str(), file.string().c_str());
+      }
+      if (opens) {
         ++sum.skipped;
       } else {
         todo.push_back(r);

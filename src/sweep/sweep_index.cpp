@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "src/core/error.hpp"
+#include "src/core/new_file.hpp"
 #include "src/io/sweep_index_file.hpp"
 #include "src/sweep/sweep.hpp"
 
@@ -45,7 +46,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   // the temporary name carries the pid: shards of one sweep may write the index at once
   const auto tmp = path + ".partial." + std::to_string(getpid());
   {
-    std::ofstream out(tmp);
+    NewFileStream out(tmp);  // never through a link at the temporary name (src/core/new_file.hpp)
     if (!out) throw UserError(path + ": cannot write (" + std::strerror(errno) + ")");
     out << text;
     out.close();
