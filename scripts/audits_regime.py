@@ -15,6 +15,7 @@ from collections import defaultdict
 import numpy as np
 
 from stale_analysis import AnalysisError, fit_exponent_seeds_points, is_diverged, load_run, read_index, runner
+from stale_analysis.bound import REACH, bound_verdict, check_labels
 from stale_analysis.formatting import number
 from stale_analysis.plotting import caption, plt, pow2_tex
 
@@ -133,6 +134,7 @@ def audit_nonconvex(d, res):
             c=round(float(th["lr"]) * float(th["L"]), 3), within=int(th.get("lr_within_1_over_L", 0)),
             lower=int(th.get("f_star_is_lower_bound", 0)), delta=float(th["delta"]), G=float(th["G"]),
             diverged=is_diverged(run), status=run.status, checks=int(ok.sum()), viol=int((ratio > 1).sum()),
+            info=int(check_labels(meas, bnd, np.asarray(m["G"])[ok], th["S"]).sum()),
             max_ratio=float(np.max(ratio)) if len(ratio) else math.nan, final_ratio=float(ratio[-1]),
             meas=float(meas[-1]), bound=float(bnd[-1]), opt=float(m["bound_opt"][ok][-1]) / float(bnd[-1]),
             stoch=float(m["bound_stoch"][ok][-1]) / float(bnd[-1]), stale=float(m["bound_stale"][ok][-1]) / float(bnd[-1]),
@@ -156,6 +158,10 @@ def audit_nonconvex(d, res):
              f"- Runs: {n}; with γ ≤ 1/L: {within}; f_* a lower bound: {sum(r['lower'] for r in rows)}; diverged: {len(div)}.",
              f"- Checks (measured against bound at every logged K > 0): {checks}; **violations: "
              f"{sum(r['viol'] for r in rows)} (in {len(viol_runs)} runs)**.",
+             f"- Checks that could have failed (informative: bound below S·G_K², the ceiling the running G sets for the "
+             f"measured mean, or the measured mean at {REACH:g}·S·G_K² or more; stale_analysis/bound.py): "
+             f"{sum(r['info'] for r in rows)} of {checks}; runs with at least one: {sum(r['info'] > 0 for r in rows)} of {n}. "
+             f"**Verdict: {bound_verdict(sum(r['info'] for r in rows), checks - sum(r['info'] for r in rows), sum(r['viol'] for r in rows))}**.",
              f"- Largest measured/bound ratio at any logged K: {max(r['max_ratio'] for r in rows):.3g}; at the final K: "
              f"median {np.median([r['final_ratio'] for r in rows]):.3g}, largest {max(r['final_ratio'] for r in rows):.3g}.",
              f"- Runs that end with f(w_K) above f(w_0) = ln 2 (no progress: the step γ = c/L is too large for these delays, "
@@ -173,8 +179,8 @@ def audit_nonconvex(d, res):
         lines.append("")
     lines += ["## Tightness per (data, λ, variant): measured/bound and each term's share of the bound at the final K",
               "", "Median over S, c and seeds [min, max]; shares are the term ÷ the whole bound (they add to 1).", "",
-              "| data | λ | variant | runs | violations | measured/bound median [min, max] | optimization 2SΔ₀/(γK) | stochastic γSLG² | stale γ²L²δ²G² |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| data | λ | variant | runs | violations | measured/bound median [min, max] | optimization 2SΔ₀/(γK) | stochastic γSLG² | stale γ²L²δ²G² | verdict |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     groups = defaultdict(list)
     for r in rows:
         groups[(r["data"], r["lam"], r["var"])].append(r)
@@ -182,12 +188,13 @@ def audit_nonconvex(d, res):
         q = lambda key: np.array([x[key] for x in g])  # noqa: E731
         lines.append(f"| {data} | {lam} | {var} | {len(g)} | {sum(x['viol'] for x in g)} | {np.median(q('final_ratio')):.3g} "
                      f"[{q('final_ratio').min():.2g}, {q('final_ratio').max():.2g}] | {np.median(q('opt')):.2f} | "
-                     f"{np.median(q('stoch')):.2f} | {np.median(q('stale')):.2f} |")
+                     f"{np.median(q('stoch')):.2f} | {np.median(q('stale')):.2f} | "
+                     f"{bound_verdict(int(q('info').sum()), int(q('checks').sum() - q('info').sum()), int(q('viol').sum()))} |")
     lines += ["", "## By S and c (all data, λ and variants pooled)", "",
               "The last two columns hold the measured mean against the bound *without* its stale term (2SΔ₀/(γK) + γSLG²): "
               "above 1 means the stale term was needed to cover the run.", "",
-              "| S | c = γL | runs | measured/bound median | largest | stale term's share, median [min, max] | measured / (bound − stale term), median [max] | runs above 1 | runs ending with f(w_K) > f(w_0) |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| S | c = γL | runs | measured/bound median | largest | stale term's share, median [min, max] | measured / (bound − stale term), median [max] | runs above 1 | runs ending with f(w_K) > f(w_0) | informative checks of all |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     by = defaultdict(list)
     for r in rows:
         by[(r["S"], r["c"])].append(r)
@@ -196,7 +203,8 @@ def audit_nonconvex(d, res):
         st = np.array([x["stale"] for x in g])
         rest = np.array([x["final_ratio"] / (x["opt"] + x["stoch"]) for x in g])
         lines.append(f"| {S} | {c} | {len(g)} | {np.median(fr):.3g} | {fr.max():.3g} | {np.median(st):.2f} [{st.min():.2f}, {st.max():.2f}] | "
-                     f"{np.median(rest):.3g} [{rest.max():.3g}] | {int((rest > 1).sum())} | {sum(x['up'] for x in g)} |")
+                     f"{np.median(rest):.3g} [{rest.max():.3g}] | {int((rest > 1).sum())} | {sum(x['up'] for x in g)} | "
+                     f"{sum(x['info'] for x in g)} of {sum(x['checks'] for x in g)} |")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     ax = axes[0]
     cols = {"RPD uniform δ_PD": "C0", "RPD constant δ_PD": "C1", "RPD + PD's table": "C2", "PipeDream": "C3"}
@@ -222,7 +230,8 @@ def audit_nonconvex(d, res):
     ax.set(xscale="log", xlabel=r"$c = \gamma L$", ylabel="share of the bound (median)", title="Which term the bound is made of")
     ax.legend(fontsize=6, ncol=3)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
-    caption(fig, f"{n} runs, {sum(r['viol'] for r in rows)} violations in {checks} checks; K = {', '.join(map(str, Ks))}.")
+    caption(fig, f"{n} runs, {sum(r['viol'] for r in rows)} violations in {checks} checks ({sum(r['info'] for r in rows)} "
+                 f"informative); K = {', '.join(map(str, Ks))}.")
     save(fig, res, "audit_nonconvex.png")
     lines += ["", f"Sweep: {d}. Figure: audit_nonconvex.png."]
     write(res, "audit_nonconvex.md", "\n".join(lines))
@@ -255,6 +264,7 @@ def audit_charlm(d, res):
             hvps=int(th["L_estimate_hvps"]), within=int(th.get("lr_within_1_over_L", 0)),
             exact=int(th.get("exact_mean", 0)), delta=float(th["delta"]), G=float(th["G"]), diverged=is_diverged(run),
             checks=int(ok.sum()), viol=int((ratio > 1).sum()), max_ratio=float(np.max(ratio)) if len(ratio) else math.nan,
+            info=int(check_labels(meas, bnd, np.asarray(m["G"])[ok], th["S"]).sum()),
             final_ratio=float(ratio[-1]), meas=float(meas[-1]), bound=float(bnd[-1]), opt=opt, stoch=stoch, stale=stale,
             bound_sec=bound_sec, viol_sec=int(meas[-1] > bound_sec), K=int(k[-1]), loss0=float(m["loss"][0]),
             lossK=float(m["loss"][-1]), k_run=k[ok], L_run=L_run))
@@ -283,6 +293,9 @@ def audit_charlm(d, res):
              f"{sum(r['diverged'] for r in rows)}; checked: {len(checked)}.",
              f"- Checks (measured against the bound with L̂ at every logged K > 0): {checks}; **violations: "
              f"{sum(r['viol'] for r in checked)} (in {sum(r['viol'] > 0 for r in checked)} runs)**.",
+             f"- Checks that could have failed (informative: bound below S·G_K² or measured ≥ {REACH:g}·S·G_K²; "
+             f"stale_analysis/bound.py): {sum(r['info'] for r in checked)} of {checks}. **Verdict: "
+             f"{bound_verdict(sum(r['info'] for r in checked), checks - sum(r['info'] for r in checked), sum(r['viol'] for r in checked))}**.",
              f"- Largest measured/bound at any logged K: {max(r['max_ratio'] for r in checked):.3g}; at the final K: median "
              f"{np.median([r['final_ratio'] for r in checked]):.3g}, largest {max(r['final_ratio'] for r in checked):.3g}.",
              f"- With the secant estimate alone (the default `log.L_power_steps = 0`), recomputed at the final K: "
@@ -304,11 +317,15 @@ def audit_charlm(d, res):
               "lies above the measured mean (≤ 1: that term alone would cover the run).", "",
               "| variant | γ | runs | γ ≤ 1/L̂ | L̂ (estimated) | secant L̂ | γL̂ | violations (every K) | secant-L bound violated (final K) | "
               "measured/bound | share opt 2SΔ₀/(γK) | share stoch γSL̂G² | share stale γ²L̂²δ²G² | measured ÷ opt | "
-              "measured ÷ stoch | measured ÷ stale |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "measured ÷ stoch | measured ÷ stale | verdict (checked runs) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     groups = defaultdict(list)
     for r in rows:
         groups[(r["var"], r["lr"])].append(r)
+
+    def group_checks(g):
+        info = sum(x["info"] for x in g)
+        return info, sum(x["checks"] for x in g) - info, sum(x["viol"] for x in g)
 
     def med(g, f, fmt_=".3g"):
         v = np.array([f(x) for x in g])
@@ -321,7 +338,8 @@ def audit_charlm(d, res):
             f"{sum(x['viol_sec'] for x in g)} | {med(g, lambda x: x['final_ratio'])} | "
             f"{np.median([x['opt'] / x['bound'] for x in g]):.2f} | {np.median([x['stoch'] / x['bound'] for x in g]):.2f} | "
             f"{np.median([x['stale'] / x['bound'] for x in g]):.2f} | {med(g, lambda x: x['meas'] / x['opt'])} | "
-            f"{med(g, lambda x: x['meas'] / x['stoch'])} | {med(g, lambda x: x['meas'] / x['stale'])} |")
+            f"{med(g, lambda x: x['meas'] / x['stoch'])} | {med(g, lambda x: x['meas'] / x['stale'])} | "
+            f"{bound_verdict(*group_checks([x for x in g if x['within'] and x['exact'] and not x['diverged']]))} |")
     lines += ["", f"Estimator work per run: {rows[0]['pairs']} secant pairs and {rows[0]['hvps']} Hessian-vector products "
               "(2 full gradients each) against K full gradients for the exact mean."]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
