@@ -17,6 +17,7 @@ import numpy as np
 from stale_analysis import AnalysisError, fit_exponent_seeds_points, is_diverged, load_run, read_index, runner
 from stale_analysis.bound import REACH, bound_verdict, check_labels
 from stale_analysis.formatting import number
+from stale_analysis.law_verdicts import exponent_verdict, fit_exponent_raw
 from stale_analysis.plotting import caption, plt, pow2_tex
 
 STALE = os.environ.get("STALE_BIN", "build/stale")
@@ -62,11 +63,11 @@ def fmt(v):
 
 
 def fit_text(x, Y, pred):
-    """'slope [lo, hi]' by the seeds-and-points bootstrap, and whether the prediction (an upper
-    bound on the exponent) is met: met when the whole interval lies at or below it."""
-    est, lo, hi = fit_exponent_seeds_points(x, Y)
-    verdict = "met" if hi <= pred else ("NOT met" if lo > pred else "undecided (interval contains the prediction)")
-    return est, lo, hi, verdict
+    """The descriptive exponent of a·x^p on the raw scale with its seed-only bootstrap interval, and
+    the verdict on the prediction (an upper bound on the exponent): met, NOT met or undecided
+    (stale_analysis.law_verdicts; its power: results/THEORY_POWER.md)."""
+    fit = fit_exponent_raw(x, Y)
+    return fit.estimate, fit.lo, fit.hi, exponent_verdict(fit, pred)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -515,19 +516,20 @@ def unstable(run):
 
 
 def law(xs, E, pred, what):
-    """Fit one law on the points whose mean over seeds is positive; a row of the fits table.
-    Needs ≥ 5 such points (else the law is reported as not observable as a power law)."""
+    """Fit one law on every point whose seeds all have a finite value (no filter on the sign or the
+    stability of the outcome: points where the law breaks stay in); a row of the fits table. A point
+    with a non-finite value (a diverged seed) cannot enter a fit and is named as where the law breaks."""
     xs = np.asarray(xs, float)
-    m = E.mean(axis=0)
-    pos = np.isfinite(m) & (m > 0)
-    npos = int(pos.sum())
-    if npos < 5:
-        return (f"| {what} | {npos} of {len(xs)} | n/a | | ≤ {pred} | **not observable as a power law**: the mean is "
-                f"positive at {npos} point(s) only (fewer than 5) |"), None
-    idx = np.where(pos)[0]
+    fin = np.all(np.isfinite(E), axis=0)
+    idx = np.where(fin)[0]
+    broken = ", ".join(f"{x:g}" for x in xs[~fin])
+    npos = int(np.sum(E.mean(axis=0)[fin] > 0))
+    if len(idx) < 2:
+        return (f"| {what} | {npos} of {len(xs)} | n/a | | ≤ {pred} | **not observable**: fewer than 2 points with finite "
+                "values |"), None
     est, lo, hi, verdict = fit_text(xs[idx], E[:, idx], pred)
-    rng = f"{xs[idx[0]]:g}..{xs[idx[-1]]:g}"
-    return f"| {what} | {npos} of {len(xs)} ({rng}) | {est:.3f} | [{lo:.3f}, {hi:.3f}] | ≤ {pred} | {verdict} |", est
+    rng = f"{xs[idx[0]]:g}..{xs[idx[-1]]:g}" + (f"; law breaks (diverged) at {broken}" if broken else "")
+    return f"| {what} | {npos} of {len(idx)} ({rng}) | {est:.3f} | [{lo:.3f}, {hi:.3f}] | ≤ {pred} | {verdict} |", est
 
 
 def collect(dirs, xkey, variant, extra=lambda run: ()):
@@ -545,7 +547,7 @@ def collect(dirs, xkey, variant, extra=lambda run: ()):
 
 def excess_laws(data, base_of, xs_label, pred_excess, pred_dist, title, fig_name, res, regime):
     """data: {key: {x: {seed: tuple}}}; base_of(key) -> the zero-delay key"""
-    fits = ["| law | points with a positive mean | fitted exponent | 95% interval (bootstrap over seeds and points) | predicted | verdict |",
+    fits = ["| law | points with a positive mean (all fitted) | exponent of a·x^p, raw scale | 95% interval (bootstrap over seeds) | predicted | verdict |",
             "|---|---|---|---|---|---|"]
     rows = [f"| series | {xs_label} | δ | excess of (1/K)Σ‖∇f‖² over δ = 0, mean [min, max] | bound's stale term γ²L²δ²G² | "
             "mean ‖w_k − z_k‖² | lemma's γ²δ²G² | seeds unstable (diverged or f(w_K) > f(w_0)) |", "|---|---|---|---|---|---|---|---|"]
@@ -557,8 +559,8 @@ def excess_laws(data, base_of, xs_label, pred_excess, pred_dist, title, fig_name
         by, base = data[key], data[base_of(key)]
         xs = sorted(x for x in by if x in base)
         seeds = sorted(set.intersection(*[set(by[x]) & set(base[x]) for x in xs]))
-        bad = [x for x in xs if any(by[x][s][5] or base[x][s][5] for s in seeds)]
-        xs_ok = [x for x in xs if x not in bad]
+        # every point is fitted, unstable ones included (issue 53: no outcome filter); the table marks them
+        xs_ok = xs
         E = np.array([[by[x][s][0] - base[x][s][0] for x in xs_ok] for s in seeds])
         D = np.array([[by[x][s][1] for x in xs_ok] for s in seeds])
         name = ", ".join(str(k) for k in key)
@@ -610,7 +612,7 @@ def audit_delta_regime(d, res):
     data = {k: v for k, v in data.items() if k[-1] != "zero"}
     data.update(zero)
     regime = ("Regime: S = 8, K = 50·δ (δ ≪ K at every point), γL ∈ {0.007, 0.028, 0.11}; means over 5 seeds;\n"
-              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits and the figure (listed in the table).")
+              "points where a seed diverged or ended above f(w_0) (unstable) are fitted too and listed in the table.")
     fits, rows = excess_laws(data, lambda k: (k[0], "zero"), "δ", 2, 2, "δ law at K = 50δ (S = 8)", "audit_delta_regime.png",
                              res, regime)
     lines = ["# δ law inside its regime (docs/theory.md §3, §9; issue 29, part 3)", "",
@@ -619,13 +621,16 @@ def audit_delta_regime(d, res):
              "δ ∈ {2, …, 512}, **K = 50·δ** so that δ ≪ K at every point (the previous audit, results/audit_delta.md, fixed "
              "K = 6400 and fitted where δ is a sizable fraction of K), against δ = 0 at the same K, γ and seed (common random "
              "numbers), γ ∈ {2⁻⁹, 2⁻⁷, 2⁻⁵}, 5 seeds. A point is inside the regime when every seed's run is stable "
-             "(not diverged and f(w_K) ≤ f(w_0)); unstable points are listed but not fitted: past the stability limit "
-             "(results/STABILITY.md) the excess jumps by orders of magnitude instead of following a power.", "",
+             "(not diverged and f(w_K) ≤ f(w_0)); unstable points are listed and fitted: past the stability limit "
+             "(results/STABILITY.md) the excess jumps by orders of magnitude instead of following a power, which the "
+             "fitted exponent then shows.", "",
              "Two laws: the excess of (1/K)Σ‖∇f(w_k)‖² over δ = 0, which the bound caps by its stale term γ²L²δ²G² "
              "(exponent ≤ 2 in δ at fixed γ), and the mean stale distance ‖w_k − z_k‖² the proof bounds by γ²δ²G² "
-             "(exponent ≤ 2). A law is fitted only on points whose mean over seeds is positive and only with ≥ 5 of them; "
-             "its exponent is *met* when the whole 95% interval (bootstrap over seeds and points) lies at or below the "
-             "prediction, *NOT met* when it lies above.", "", *fits, "", *rows, "",
+             "(exponent ≤ 2). Every point is fitted, unstable and negative ones included (issue 53: no outcome filter; "
+             "the table marks the unstable ones, where the law breaks): a·δ^p on the raw scale, weighted by the seed "
+             "variance, with a 95% interval p̂ ± t·SE from a bootstrap over seeds only; the exponent is *met* when the "
+             "whole interval lies at or below the prediction, *NOT met* when it lies above (the rule's power at this "
+             "noise: results/THEORY_POWER.md).", "", *fits, "", *rows, "",
              f"Sweep: {d}. Figure: audit_delta_regime.png."]
     write(res, "audit_delta_regime.md", "\n".join(lines))
 
@@ -642,7 +647,7 @@ def audit_stages_regime(dirs, res):
             lr_L[k] = float(run.theory["L"])
         break
     regime = ("Regime: γ ∈ {2^-7, 2^-5} (γL = 0.028, 0.11), δ = 5S²/4 − S and K = 50·δ (δ ≪ K at every point); 3 seeds;\n"
-              "points where a seed diverged or ended above f(w_0) (unstable) are left out of the fits and the figure (listed in the table).")
+              "points where a seed diverged or ended above f(w_0) (unstable) are fitted too and listed in the table.")
     fits, rows = excess_laws(data, lambda k: (k[0], "zero"), "S", 4, 4, "S law at K = 50·(5S²/4 − S)", "audit_stages_regime.png",
                              res, regime)
     lines = ["# S law inside its regime (docs/theory.md §4, §9; issue 29, part 3)", "",
@@ -652,7 +657,7 @@ def audit_stages_regime(dirs, res):
              "so that δ ≪ K at every point, γ ∈ {2⁻⁷, 2⁻⁵}, 3 seeds. Series: RPD with uniform and constant delays on δ, RPD "
              "replaying PipeDream's exact delay table (the RPD authors' rule, `pipedream`) and real PipeDream's "
              "(`pipedream-capped`), each against δ = 0 at the same S, K and seed. Unstable points (a seed diverged or "
-             "ended with f(w_K) > f(w_0)) are listed but not fitted, as in results/audit_delta_regime.md.", "",
+             "ended with f(w_K) > f(w_0)) are listed and fitted, as in results/audit_delta_regime.md.", "",
              "Predicted: δ = Θ(S²) makes the bound's stale term Θ(γ²S⁴) (exponent ≤ 4); the proof's ‖w_k − z_k‖² ≤ γ²δ²G² "
              "likewise grows at most like S⁴G² (G itself shrinks with S: a block holds d/S coordinates). Verdict rule as in "
              "results/audit_delta_regime.md.", "", *fits, "", *rows, "",
@@ -667,7 +672,7 @@ def audit_localsgd_sh(d, res):
         K = int(run.key("method.updates"))
         by[float(run.key("method.lr"))][int(run.key("objective.stages"))][int(run.key("method.local_steps"))][
             int(run.key("seed"))] = (float(run.metrics["grad_norm_sq_mean"][-1]), float(run.metrics["subopt"][-1]), is_diverged(run))
-    fits = ["| law | points with a positive mean | fitted exponent | 95% interval (bootstrap over seeds and points) | predicted | verdict |",
+    fits = ["| law | points with a positive mean (all fitted) | exponent of a·x^p, raw scale | 95% interval (bootstrap over seeds) | predicted | verdict |",
             "|---|---|---|---|---|---|"]
     rows = ["| γ | S = R | H | (1/K)Σ‖∇f‖² mean [min, max] | excess over H = 1 | final f − f_* mean | seeds diverged |",
             "|---|---|---|---|---|---|---|"]
@@ -684,7 +689,7 @@ def audit_localsgd_sh(d, res):
             for j, H in enumerate(Hs):
                 rows.append(f"| 2^{round(math.log2(lr))} | {S} | {H} | {G[:, j].mean():.4g} [{G[:, j].min():.3g}, {G[:, j].max():.3g}] | "
                             f"{E[:, j].mean():+.3g} | {F[:, j].mean():.4g} | {div[j]} |")
-            ok = [j for j in range(1, len(Hs)) if div[j] == 0]
+            ok = list(range(1, len(Hs)))  # every H > 1: diverged seeds are named by law(), not filtered
             row, _ = law([Hs[j] for j in ok], E[:, ok], 2, f"γ = 2^{round(math.log2(lr))}, S = {S}: excess over H = 1 against H")
             fits.append(row)
             exc_by_S[S] = (Hs, E, div)
@@ -695,7 +700,7 @@ def audit_localsgd_sh(d, res):
         for H in sorted(set.intersection(*[set(exc_by_S[S][0]) for S in Ss])):
             if H == 1:
                 continue
-            cols = [S for S in Ss if exc_by_S[S][2][exc_by_S[S][0].index(H)] == 0]
+            cols = Ss
             E = np.stack([exc_by_S[S][1][:, exc_by_S[S][0].index(H)] for S in cols], axis=1)
             row, _ = law(cols, E, 3, f"γ = 2^{round(math.log2(lr))}, H = {H}: excess over H = 1 against S")
             fits.append(row)
@@ -710,7 +715,7 @@ def audit_localsgd_sh(d, res):
              f"problem (d = 512, n = 600, batch 10), LocalSGD with R = S ∈ {{2, 4, 6, 8, 12, 16}} replicas, H ∈ {{1, …, 32}} local "
              f"steps, K = {K} block updates, γ ∈ {{2⁻⁷, 2⁻⁵}}, 3 seeds. Predicted [RPD]: O(√(S/K) + S³H²/K) for the mean "
              "squared gradient on the averaged model, so at fixed K and S the excess over H = 1 grows at most like H² and at "
-             "fixed H at most like S³. Verdict rule as in results/audit_delta_regime.md (≥ 5 positive points, interval "
-             "against the prediction).", "", *fits, "", *rows, "",
+             "fixed H at most like S³. Verdict rule as in results/audit_delta_regime.md (every H and S fitted, "
+             "seed-only interval against the prediction).", "", *fits, "", *rows, "",
              f"Sweep: {d}. Figure: audit_localsgd_sh.png."]
     write(res, "audit_localsgd_sh.md", "\n".join(lines))
