@@ -41,7 +41,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import (AnalysisError, find_sweep, fit_exponent, load_run, positive_tail,  # noqa: E402
                             read_index, run_cli)
-from stale_analysis.bound import bound_runs, method_table, plot_bound  # noqa: E402
+from stale_analysis.bound import REACH, bound_runs, method_table, plot_bound  # noqa: E402
 from stale_analysis.fits import r_squared  # noqa: E402
 from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
 import audits_regime  # noqa: E402
@@ -101,11 +101,19 @@ def audit_bound(dirs, res):
            " because the running G in the bound explodes with them." if diverged else ""),
         f"Largest measured/bound ratio at the final K: {max(ratios):.3g}; median {np.median(ratios):.3g}." if ratios else "",
         "",
-        "| method | δ of the bound | runs | checked | γ > 1/L | diverged | violations | measured/bound at the final K: max, median |",
-        "|---|---|---|---|---|---|---|---|",
+        f"Checks that could have failed (informative) against checks passed by construction (vacuous: the bound lies "
+        f"at or above S·G_K², the ceiling the running G sets for the measured mean, and the measured mean is below "
+        f"{REACH:g}·S·G_K²; stale_analysis/bound.py): {sum(r.informative_checks for r in checked)} informative, "
+        f"{sum(r.vacuous_checks for r in checked)} vacuous; runs with no informative check: "
+        f"{sum(r.informative_checks == 0 for r in checked)} of {len(checked)}. Only informative checks carry a verdict.",
+        "",
+        "| method | δ of the bound | runs | checked | γ > 1/L | diverged | violations | measured/bound at the final K: max, median |"
+        " informative checks | vacuous checks | runs with an informative check | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [f"| {m['method']} | {m['delta']} | {m['runs']} | {m['checked']} | {m['lr_above_1_over_L']} | {m['diverged']} |"
-              f" {m['violations']} | {m['max_final_ratio']:.3g}, {m['median_final_ratio']:.3g} |" for m in methods]
+              f" {m['violations']} | {m['max_final_ratio']:.3g}, {m['median_final_ratio']:.3g} | {m['informative']} |"
+              f" {m['vacuous']} | {m['runs_informative']} | {m['verdict']} |" for m in methods]
     lines += ["", f"Violations (measured > bound at some logged K): {len(violations)}."]
     if violations:
         lines += ["", "| sweep | run | method | K | measured/bound | config |", "|---|---|---|---|---|---|"]

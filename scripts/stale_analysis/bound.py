@@ -12,6 +12,27 @@ A run whose objective has no certified L (the char-level GPT) has its bound eval
 estimate of L along the run (/theory/L_source "estimated …", src/theory/smoothness_estimator.hpp):
 a LOWER estimate of L, so such a bound is an estimate, not a certificate, and a violation of it
 may be the estimate's fault. Every table and legend here says "estimated L" for those runs.
+
+**Which checks could have failed** (issue 53; `check_labels`). The bound is evaluated with the
+running G_K, the largest sampled block-gradient norm of the run so far, and its G-terms are
+
+    γSLG_K² + γ²L²δ²G_K² = (c + c²δ²/S)·S·G_K²,      c = γL.
+
+Write C_K = S·G_K² (the ceiling), β_K = bound_K / C_K and ρ_K = measured_K / C_K. A violation
+is ρ_K > β_K, exactly. The left side is (1/K)Σ‖∇f(w_k)‖² with ‖∇f(w)‖² = Σ_s ‖∇_s f(w)‖²: as long
+as G_K bounds every block of the full gradient at the logged iterates, ρ_K ≤ 1 — the ceiling that
+the G plugged into the bound sets for the quantity it is compared with. So where β_K ≥ 1 (for
+c + c²δ²/S ≥ 1 at every K, and at small K also through the optimisation term) a violation
+needs the left side above its own ceiling: the check passes by construction, whatever the
+staleness did. It is **vacuous** there, and **informative** where β_K < 1 or where the measured
+mean is within reach of the ceiling, ρ_K ≥ REACH = 1/2. The ceiling is not a theorem (G_K is
+read at the stale points z_k with one mini-batch, the left side at w_k with the full gradient),
+so a run whose left side comes within a factor 2 of it (√2 on the gradient norm) does not rest on
+it; the largest ρ the committed audits reached is 0.133 (issue 53), so no label moves for any
+REACH in (0.133, 1]. A violation is always informative (ρ_K > β_K ≥ 1 > REACH). Structural
+properties (γ ≤ 1/L, δ = the largest delay read, crossing counts) are not bound checks and are
+never counted as informative. A verdict that rests on no informative check is "not informative",
+never "holds" (`bound_verdict`).
 """
 from __future__ import annotations
 
@@ -24,6 +45,31 @@ import numpy as np
 from .errors import AnalysisError
 from .runs import divergence_reason, load_run, number
 from .sweeps import read_index
+
+
+REACH = 0.5  # ρ_K = measured/(S·G_K²) from which a check counts as informative whatever β_K (docstring)
+
+
+def check_labels(measured, bound, G, S):
+    """Per logged K: True where the check measured ≤ bound could have failed (informative), False
+    where it passes by construction (vacuous): informative ⇔ bound < S·G_K² or measured ≥ REACH·S·G_K²
+    (module docstring). measured, bound, G: the rows' (1/K)Σ‖∇f(w_k)‖², /metrics/bound and the running
+    /metrics/G; S the number of blocks the bound used. A row without a positive finite G cannot be
+    shown to be informative and is labelled vacuous."""
+    measured, bound, G = (np.asarray(a, float) for a in (measured, bound, G))
+    ceiling = float(S) * G * G
+    with np.errstate(all="ignore"):
+        ok = np.isfinite(ceiling) & (ceiling > 0)
+        return ok & ((bound < ceiling) | (measured >= REACH * ceiling))
+
+
+def bound_verdict(informative: int, vacuous: int, violations: int) -> str:
+    """The verdict cell of a group of bound checks, with the number of checks it rests on."""
+    if violations:
+        return f"**violated** at {violations} of {informative} informative checks"
+    if informative == 0:
+        return f"not informative (0 of {vacuous} checks could fail)"
+    return f"holds ({informative} informative checks; {vacuous} vacuous)"
 
 
 @dataclass
@@ -43,6 +89,24 @@ class BoundRun:
     terms: dict = field(default_factory=dict)  # bound_opt, bound_stoch, bound_stale at the last row
     L: float = math.nan       # the L the bound used (/theory/L)
     L_estimated: bool = False  # that L is the estimate along the run (/theory/bound_uses_estimated_L)
+    S: float = math.nan       # blocks of the bound (/theory/S)
+    G: np.ndarray = field(default=None, repr=False)  # the running G at those k (/metrics/G); None: not logged
+
+    @property
+    def informative(self) -> np.ndarray:
+        """Per logged K: whether the check could have failed there (check_labels); all False
+        where the file has no /metrics/G (nothing shows that the bound could be crossed)."""
+        if self.G is None:
+            return np.zeros(len(self.k), bool)
+        return check_labels(self.measured, self.bound, self.G, self.S)
+
+    @property
+    def informative_checks(self) -> int:
+        return int(self.informative.sum()) if self.checked else 0
+
+    @property
+    def vacuous_checks(self) -> int:
+        return int(len(self.k) - self.informative.sum()) if self.checked else 0
 
     @property
     def checked(self) -> bool:
@@ -80,6 +144,10 @@ class BoundRun:
     @property
     def violated(self) -> bool:
         return bool(np.any(self.ratio() > 1))
+
+    @property
+    def violating_checks(self) -> int:
+        return int(np.sum(self.ratio() > 1))
 
 
 def _flag(v, default=True) -> bool:
@@ -132,6 +200,7 @@ def bound_runs(sweep_dirs) -> list[BoundRun]:
             k = run.series("k")
             b = run.series("bound") if "bound" in m else np.full(len(k), math.nan)
             g = run.series("grad_norm_sq_mean")
+            G = run.series("G") if "G" in m else None
             if not len(k) == len(b) == len(g):
                 raise AnalysisError(f"{run.path}: /metrics/k, bound and grad_norm_sq_mean differ in length "
                                     "(a damaged run file?)")
@@ -145,7 +214,9 @@ def bound_runs(sweep_dirs) -> list[BoundRun]:
                 within=_flag(th.get("lr_within_1_over_L"), default=False),
                 exact_mean=exact_mean_of(run),
                 diverged=divergence_reason(run), k=k[ok], measured=g[ok], bound=b[ok], terms=terms,
-                L=float(th.get("L", math.nan)), L_estimated=L_estimated(th)))
+                L=float(th.get("L", math.nan)), L_estimated=L_estimated(th),
+                S=float(th.get("S", run.flat.get("objective.stages", math.nan))),
+                G=None if G is None else G[ok]))
     return out
 
 
@@ -174,7 +245,9 @@ def by_method(runs: list[BoundRun]) -> dict[str, list[BoundRun]]:
 
 def method_table(runs: list[BoundRun]) -> list[dict]:
     """One row per method: its δ, how many runs were read, checked and left out (by reason),
-    violations, and the largest and median measured/bound at the final K of the checked runs."""
+    violations, the largest and median measured/bound at the final K of the checked runs, and how
+    many of the checks could have failed (informative) or passed by construction (vacuous), with
+    the verdict they support (bound_verdict)."""
     table = []
     for method, rs in by_method(runs).items():
         checked = [r for r in rs if r.checked]
@@ -188,7 +261,12 @@ def method_table(runs: list[BoundRun]) -> list[dict]:
             "violations": sum(r.violated for r in checked),
             "max_final_ratio": max(ratios) if ratios else math.nan,
             "median_final_ratio": float(np.median(ratios)) if ratios else math.nan,
+            "informative": sum(r.informative_checks for r in checked),
+            "vacuous": sum(r.vacuous_checks for r in checked),
+            "runs_informative": sum(r.informative_checks > 0 for r in checked),
         })
+        table[-1]["verdict"] = bound_verdict(table[-1]["informative"], table[-1]["vacuous"],
+                                             sum(r.violating_checks for r in checked))
     return table
 
 

@@ -75,14 +75,17 @@ def base_config(**over) -> dict:
     return cfg
 
 
-def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, L_source=None, **config):
+def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, L_source=None, G=1.0, measured=None, **config):
     """A run file with the layout of src/io/run_log.cpp, reduced to what the scripts read; L_source
-    "estimated (…)" marks a bound evaluated with an estimated L (/theory/bound_uses_estimated_L = 1)."""
+    "estimated (…)" marks a bound evaluated with an estimated L (/theory/bound_uses_estimated_L = 1);
+    G: the running G (/metrics/G, a number or a series; /theory/G its last value); measured: the
+    (1/K)Σ‖∇f(w_k)‖² series (default 0.1·|subopt|)."""
     cfg = base_config(**config)
     subopt = np.asarray(subopt, dtype=float)
     n = len(subopt)
     k = np.linspace(0, cfg["method"]["updates"], n)
-    gm = np.abs(subopt) * 0.1
+    gm = np.abs(subopt) * 0.1 if measured is None else np.asarray(measured, float)
+    Gs = np.broadcast_to(np.asarray(G, float), (n,)).copy()
     bound = np.full(n, 10.0) * (1 + gm) if bound is None else np.asarray(bound, float)
     with h5py.File(path, "w") as f:
         f.attrs["config"] = to_toml(cfg)
@@ -92,12 +95,12 @@ def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, L_source=
         f.attrs["git_sha"] = "0"
         m = f.create_group("metrics")
         for name, v in {"k": k, "subopt": subopt, "loss": subopt, "grad_norm_sq_mean": gm, "bound": bound,
-                        "bound_stale": bound * 0.5, "time": np.full(n, np.nan) if time is None else time}.items():
+                        "bound_stale": bound * 0.5, "G": Gs, "time": np.full(n, np.nan) if time is None else time}.items():
             m[name] = v
         t = f.create_group("theory")
         lr = cfg["method"]["lr"]
         for key, v in {"L": L, "f_star": 0.0, "lr": lr, "K": cfg["method"]["updates"], "S": cfg["objective"]["stages"],
-                       "delta": float(cfg["delay"]["max"]), "G": 1.0, "lr_within_1_over_L": int(lr <= 1 / L)}.items():
+                       "delta": float(cfg["delay"]["max"]), "G": float(Gs[-1]), "lr_within_1_over_L": int(lr <= 1 / L)}.items():
             t.attrs[key] = v
         if L_source is not None:
             t.attrs["L_source"] = L_source
@@ -106,13 +109,14 @@ def write_run(path, subopt, status="ok", bound=None, time=None, L=4.0, L_source=
 
 
 def write_sweep(folder, points):
-    """A sweep folder: points = [(axes dict, subopt curve, status)]; index.csv lists the axes."""
+    """A sweep folder: points = [(axes dict, subopt curve, status[, write_run keywords])]; index.csv
+    lists the axes."""
     os.makedirs(os.path.join(folder, "runs"), exist_ok=True)
     axes = list(points[0][0])
     rows = []
-    for i, (ax, curve, status) in enumerate(points):
+    for i, (ax, curve, status, *extra) in enumerate(points):
         rel = os.path.join("runs", f"r{i}.h5")
-        write_run(os.path.join(folder, rel), curve, status=status, **ax)
+        write_run(os.path.join(folder, rel), curve, status=status, **(extra[0] if extra else {}), **ax)
         rows.append({"run": f"r{i}", "position": i, **ax, "status": status, "k": 100, "subopt": float(curve[-1]),
                      "path": rel})
     with open(os.path.join(folder, "index.csv"), "w", newline="") as f:
