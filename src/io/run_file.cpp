@@ -13,6 +13,7 @@
 
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/core/process_identity.hpp"
 #include "src/io/delay_moments_file.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/schedule_file.hpp"
@@ -252,6 +253,8 @@ RunFile::RunFile(const std::string& path, int64_t dim, int64_t stages, bool keep
   gethostname(host, sizeof host - 1);
   h5::write_attr(I.file.id(), "writer_pid", static_cast<int64_t>(getpid()));
   h5::write_attr(I.file.id(), "writer_host", std::string(host));
+  // which process that pid is (pids are reused): a later run tells the writer from a newcomer
+  h5::write_attr(I.file.id(), "writer_started", process_identity(getpid()));
 }
 
 void RunFile::start_streaming() {
@@ -673,6 +676,7 @@ void RunFile::finish(const std::string& status, double wall_seconds, const std::
   h5::write_attr(f, "ended", now_iso());
   h5::delete_attr(f, "writer_pid");  // about the .partial's writer only
   h5::delete_attr(f, "writer_host");
+  h5::delete_attr(f, "writer_started");
   I.close_verified(I.closing);
   std::error_code ec;
   std::filesystem::rename(I.closing, path_, ec);
@@ -732,6 +736,7 @@ PartialRun read_partial_run(const std::string& partial_path) {
     p.started = h5::read_attr_string(f.id(), "started");
     p.writer_pid = h5::read_attr_int(f.id(), "writer_pid");
     p.writer_host = h5::read_attr_string(f.id(), "writer_host");
+    if (h5::attr_exists(f.id(), "writer_started")) p.writer_started = h5::read_attr_string(f.id(), "writer_started");
     p.version = h5::read_attr_string(f.id(), "version");
     p.schema_version = h5::read_attr_int(f.id(), "schema_version");
     if (h5::exists(f.id(), "objective")) {

@@ -44,6 +44,7 @@ struct PartialRun {
   int64_t k = 0;            // updates done at the checkpoint
   int64_t writer_pid = 0;   // the process that wrote it, on writer_host (a live run is not resumed)
   std::string writer_host;
+  std::string writer_started;  // that process's identity (process_identity; "" in files before it)
   std::string version;      // of the stale that wrote it, and its run file schema
   int64_t schema_version = 0;
   std::string data_sha256;  // the data file's checksum the run started from ("" without one)

@@ -15,6 +15,7 @@
 #include "src/config/log_params.hpp"
 #include "src/core/build_info.hpp"
 #include "src/core/error.hpp"
+#include "src/core/process_identity.hpp"
 #include "src/core/sha256.hpp"
 #include "src/io/write_lock.hpp"
 #include "src/checks/config_rules.hpp"
@@ -47,13 +48,16 @@ std::string partial_target(const std::string& partial_path) {
 }
 
 namespace {
-// the process that wrote a .partial still runs `stale` on this machine (another process: a
-// run resumed inside the process that interrupted it is not a second writer)
+// the process that wrote a .partial still runs on this machine (another process: a run resumed
+// inside the process that interrupted it is not a second writer). A file that records its
+// writer's identity is matched on it (its pid may now name another process); an older one on the
+// pid and a process name containing "stale"
 bool writer_is_alive(const PartialRun& p) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   if (p.writer_pid <= 0 || p.writer_pid == getpid() || p.writer_host != host) return false;
   if (kill(static_cast<pid_t>(p.writer_pid), 0) != 0) return false;
+  if (!p.writer_started.empty()) return process_identity(static_cast<long>(p.writer_pid)) == p.writer_started;
   std::ifstream comm("/proc/" + std::to_string(p.writer_pid) + "/comm");
   std::string name;
   std::getline(comm, name);
@@ -180,6 +184,11 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
     } catch (const UserError& e) {
       if (std::string(e.what()).find(": damaged: ") != std::string::npos) damage = e.what();
     }
+    // a live writer's file is never discarded, --force or not (its .lock may have been removed)
+    if (read && writer_is_alive(partial))
+      throw UserError(partial_path + ": still being written by process " + std::to_string(partial.writer_pid) +
+                      "; --force does not discard a live run's file: stop it with kill -INT " +
+                      std::to_string(partial.writer_pid) + " (or wait for it)");
     if (options.continue_checkpoint && read && partial.has_checkpoint && partial.config == given_cfg.to_toml())
       resuming = true;  // the sweep's rule: a checkpoint of this very config continues
     else if (!options.overwrite)
