@@ -13,7 +13,10 @@ table to RESULTS/ (default results/) and printing the table:
   scripts/audits.py delta-regime  [SWEEP_DIR]  δ law with K = 50δ (δ ≪ K), bootstrap over seeds and points
   scripts/audits.py stages-regime [SWEEP_DIR ...]  S law with K = 50·δ_PD(S), PD's own tables included
   scripts/audits.py localsgd-sh   [SWEEP_DIR]  LocalSGD's excess over H = 1 with S and H varied
-  scripts/audits.py nonconvex-plan | tuned-plan  write experiments/audit_nonconvex_sweep.toml /
+  scripts/audits.py informative [SWEEP_DIR ...]  rows 1-2 where the bound can fail: c + c²δ²/S < 1, G fixed by a
+                                               pilot, the mean over 20 seeds against it (scripts/audit_informative.py)
+  scripts/audits.py nonconvex-plan | tuned-plan | informative-plan
+                                               write experiments/audit_nonconvex_sweep.toml /
                                                audit_tuned_rate_sweep.toml (γ from L, Δ₀ and a pilot G)
 
 Default folders are those `build/stale sweep experiments/<name>.toml` writes (sweeps/e1_sweep,
@@ -44,6 +47,7 @@ from stale_analysis import (AnalysisError, find_sweep, fit_exponent, load_run, p
 from stale_analysis.bound import REACH, bound_runs, method_table, plot_bound  # noqa: E402
 from stale_analysis.fits import r_squared  # noqa: E402
 from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
+import audit_informative  # noqa: E402
 import audits_regime  # noqa: E402
 
 
@@ -332,7 +336,8 @@ def audit_localsgd(d, res):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("audit", choices=["bound", "delta", "stages", "paci", "localsgd", "nonconvex", "charlm", "tuned", "delta-regime",
-                                     "stages-regime", "localsgd-sh", "nonconvex-plan", "tuned-plan"])
+                                     "stages-regime", "localsgd-sh", "nonconvex-plan", "tuned-plan", "informative",
+                                     "informative-plan"])
     p.add_argument("dirs", nargs="*", help="sweep folders (default: the ones named above, under --sweeps)")
     p.add_argument("--sweeps", default="sweeps", help="folder holding the sweep folders (default sweeps)")
     p.add_argument("--results", default="results")
@@ -344,6 +349,10 @@ def main(argv=None):
         audits_regime.plan_nonconvex("experiments/audit_nonconvex_sweep.toml")
     elif a.audit == "tuned-plan":
         audits_regime.plan_tuned("experiments/audit_tuned_rate_sweep.toml")
+    elif a.audit == "informative-plan":
+        audit_informative.plan()
+    elif a.audit == "informative":
+        audit_informative.audit(a.dirs or audit_informative.sweep_dirs(sw), a.results)
     elif a.audit == "nonconvex":
         audits_regime.audit_nonconvex((a.dirs or [default_dir(sw, "audit_nonconvex")])[0], a.results)
     elif a.audit == "charlm":
