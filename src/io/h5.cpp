@@ -334,6 +334,10 @@ Handle::~Handle() {
   const Lock lock;
   if (id_ >= 0 && closer_) closer_(id_);
 }
+void close_checked(Handle& h, const std::string& what) {
+  const Lock lock;
+  if (h.close() < 0) fail("close " + what);
+}
 herr_t Handle::close() {
   const Lock lock;
   herr_t r = 0;
@@ -405,6 +409,11 @@ Handle create_file_swmr_capable(const std::string& path) {
 Handle open_file_rdwr(const std::string& path, bool swmr) {
   const Lock lock;
   Handle fapl = latest_format_access();
+  // in SWMR mode the writer retries a metadata read whose checksum fails as a reader does (100
+  // times with a growing back-off by default): a file whose metadata a full disk kept from being
+  // written held the run in that loop for minutes, deaf to SIGINT. Its own file needs no retry
+  // beyond a reader's few
+  if (swmr) ok(H5Pset_metadata_read_attempts(fapl.id(), kSwmrReadAttempts), "H5Pset_metadata_read_attempts");
   const unsigned flags = H5F_ACC_RDWR | (swmr ? H5F_ACC_SWMR_WRITE : 0u);
   return Handle(H5Fopen(path.c_str(), flags, fapl.id()), H5Fclose, "open " + path + " for writing");
 }

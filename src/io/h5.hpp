@@ -47,7 +47,10 @@ std::recursive_mutex& library_mutex();
 // one-line error; everything of ours is closed by its Handle before exit anyway.
 void no_cleanup_at_exit();
 
-Handle create_file(const std::string& path);  // truncates
+Handle create_file(const std::string& path);  // replaces what is at path (never through a link)
+// closes h now; DiskFull when HDF5 could not write what it held for lack of space, else UserError
+// naming `what` when the close failed (the destructor cannot report either)
+void close_checked(Handle& h, const std::string& what);
 // a file in the HDF5 1.10 format, which single-writer/multiple-reader (SWMR) mode needs
 Handle create_file_swmr_capable(const std::string& path);
 // reopen a file created by create_file_swmr_capable for writing: with `swmr`, in SWMR mode

@@ -211,8 +211,7 @@ struct RunFile::Impl {
   void close_verified(const std::string& path) {
     h5::Handle f = std::move(file);
     close();
-    if (f.close() < 0)
-      throw UserError(path + ": HDF5 could not close the run file (is the disk full?); it is not finished");
+    h5::close_checked(f, path + " (the run file is not finished)");
     if (!run_file_opens(path))
       throw UserError(path + ": the run file cannot be read back after closing (is the disk full?); it is not finished");
   }
@@ -261,7 +260,13 @@ void RunFile::start_streaming() {
   auto& I = *impl_;
   if (I.phase != Impl::Phase::Header) return;
   I.create_growable();
-  I.close();
+  // checked: a close that could not write the file's metadata (a full disk before the first
+  // flush) left a file that reopening would read as garbage
+  {
+    h5::Handle f = std::move(I.file);
+    I.close();
+    h5::close_checked(f, I.fresh);
+  }
   std::error_code ec;
   std::filesystem::rename(I.fresh, I.partial, ec);
   if (ec) throw UserError(I.partial + ": cannot rename the new run file into place (" + ec.message() + ")");

@@ -9,6 +9,10 @@
 2. Lockstep ensembles on a filling disk (a small tmpfs at several sizes, --jobs 1 and 2; skipped
    without root): whatever fails, every file under a finished name opens and says so in the
    index; after the disk grows (remount), a rerun finishes every run, and every file opens.
+3. A disk that fills before a run's first flush (a 4 MiB tmpfs filled at 0.2 and 0.5 s, first flush
+   at 1 s; skipped without root): one line saying disk full, exit 2, within 10 s (before, the run
+   never ended and ignored SIGINT: HDF5 retried reading metadata the full disk kept from being
+   written).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import h5py
 
@@ -110,6 +115,46 @@ def filling_disk(stale, tmp):
           "and every rerun after the disk grew finished all six runs")
 
 
+def fills_before_first_flush(stale, tmp):
+    """a 4 MiB disk filled at 0.2 and 0.5 s of a run whose first flush is at 1 s: before, the
+    run never exited (HDF5 retried reading metadata that was never written) and ignored SIGINT"""
+    mnt = os.path.join(tmp, "tiny_disk")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mnt], capture_output=True).returncode != 0:
+        print("a disk full before the first flush: skipped (cannot mount a tmpfs here)")
+        return
+    cfg = config(tmp, "rpd", 3_000_000)
+    keys = ["log.every=30000", "log.iterates_every=0", "log.delays=false", "log.flush_seconds=1"]
+    try:
+        for when in (0.2, 0.5):
+            for name in os.listdir(mnt):
+                os.remove(os.path.join(mnt, name))
+            out = os.path.join(mnt, "r.h5")
+            p = subprocess.Popen([stale, "run", cfg, *keys, "--out", out, "--quiet"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            time.sleep(when)
+            with open(os.path.join(mnt, "fill"), "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\0" * 65536)
+                except OSError:
+                    pass
+            filled = time.time()
+            try:
+                _, err = p.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                fail(f"a disk full at {when} s, before the first flush: the run still runs 10 s later")
+            lines = [line for line in err.splitlines() if line.strip()]
+            if p.returncode != 2 or len(lines) != 1 or "disk full" not in lines[0]:
+                fail(f"a disk full at {when} s: exit {p.returncode}, {err!r}")
+            print(f"  disk full at {when} s, before the first flush: one line, exit 2, "
+                  f"{time.time() - filled:.1f} s after the fill")
+    finally:
+        subprocess.run(["umount", mnt], capture_output=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stale", required=True)
@@ -119,6 +164,7 @@ def main():
         unreadable_rerun(stale, tmp)
         if os.geteuid() == 0:
             filling_disk(stale, tmp)
+            fills_before_first_flush(stale, tmp)
         else:
             print("filling disk: skipped (mounting a tmpfs needs root)")
     print("sweep_full_disk: every case held")
