@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import os
+import threading
 
 import numpy as np
 import torch
@@ -67,6 +69,34 @@ def _stream(seed: int, stage: int, batch: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & ((1 << 64) - 1)
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & ((1 << 64) - 1)
     return (z ^ (z >> 31)) & ((1 << 63) - 1)
+
+
+def _code_bytes(fn, depth: int = 0) -> bytes:
+    """the bytecode, constants and bound arguments of a callable, recursively for a
+    functools.partial and a module's forward (a few levels deep); its qualified name where it has
+    no Python code"""
+    import functools
+
+    if depth > 4:
+        return repr(type(fn)).encode()
+
+    if isinstance(fn, functools.partial):
+        return _code_bytes(fn.func, depth + 1) + repr((fn.args, sorted(fn.keywords.items()))).encode()
+    if isinstance(fn, torch.nn.Module):
+        return repr(fn).encode() + _code_bytes(type(fn).forward, depth + 1)
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return (getattr(fn, "__module__", "") or "").encode() + (getattr(fn, "__qualname__", "") or repr(fn)).encode()
+    out = [code.co_code, repr(code.co_names).encode()]
+    out += [c.co_code if hasattr(c, "co_code") else repr(c).encode() for c in code.co_consts]
+    # what a closure captured (lambda o, y: scale * F.mse_loss(o, y)): numbers, strings, callables
+    for cell in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        out.append(_code_bytes(v, depth + 1) if callable(v) else repr(v).encode())
+    return b"".join(out)
 
 
 class TorchStages(StageModel):
@@ -99,6 +129,7 @@ class TorchStages(StageModel):
             raise ConfigError(f"stale.torch: threads = {threads!r}; give torch's intra-op thread count for the run, "
                               "a positive integer (default 1)")
         self.threads = int(threads)
+        self._run_lock = threading.Lock()
         modules = list(stages.children()) if isinstance(stages, torch.nn.Sequential) else list(stages)
         if not modules or not all(isinstance(m, torch.nn.Module) for m in modules):
             raise ConfigError("stale.torch: stages must be an nn.Sequential or a list of nn.Module, one per stage")
@@ -184,6 +215,7 @@ class TorchStages(StageModel):
           run would differ from an uninterrupted one.
         A stage that fails on batch 0 is left to the driver's probe, which reports it."""
         saved = [{n: b.detach().clone() for n, b in mod.named_buffers()} for mod in self.modules]
+        weights = [[p.detach().clone() for p in self._params[s]] for s in range(self.stages)]
         problem = None
         with torch.no_grad(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             a = self.X[self.offsets[0]:self.offsets[1]]
@@ -208,6 +240,15 @@ class TorchStages(StageModel):
                                        "checkpoints (val_loss would depend on log.every, a resumed run on where it was "
                                        "cut); use BatchNorm(track_running_stats=False), LayerNorm or GroupNorm, or keep "
                                        "the state in a parameter of the stage")
+                    if problem is None:
+                        for (pname, p), old in zip(mod.named_parameters(), weights[s]):
+                            if not torch.equal(p.detach(), old):
+                                problem = (f"stage {s}'s parameter '{pname}' changes in its forward pass (an in-place op "
+                                           "on the weight, e.g. self.weight.data.clamp_()): the harness owns w and "
+                                           "writes it before every pass, so the change would be lost or kept depending "
+                                           "on the stage's size and dtype; apply the transform out of place in the "
+                                           "forward (w = self.weight.clamp(...)) instead")
+                                break
                     if problem is not None:
                         break
                     a = out
@@ -218,6 +259,9 @@ class TorchStages(StageModel):
                     for n, b in mod.named_buffers():
                         if n in before and b.shape == before[n].shape:
                             b.copy_(before[n])
+                for s in range(self.stages):
+                    for p, old in zip(self._params[s], weights[s]):
+                        p.data.copy_(old)
         if problem is not None:
             raise ConfigError("stale.torch: " + problem)
 
@@ -241,22 +285,45 @@ class TorchStages(StageModel):
     @contextlib.contextmanager
     def running(self):
         """the context of a run (stale.run enters it around the whole run, resume included):
-        torch's intra-op thread count is the model's `threads` there, the caller's after"""
+        torch's intra-op thread count is the model's `threads` there, the caller's after. One run
+        at a time: the adapter's flat tensors and module copies are the run's state, so a second
+        run on this model (another Python thread, while the first has released the GIL) is
+        refused instead of mixing the two runs' weights"""
+        if not self._run_lock.acquire(blocking=False):
+            raise ConfigError("stale.torch: this model is already in a run (another thread); one model runs one run at "
+                              "a time: give each concurrent run its own model (copy.deepcopy(model), or build another)")
         before = torch.get_num_threads()
-        torch.set_num_threads(self.threads)
         try:
+            torch.set_num_threads(self.threads)
             yield
         finally:
             torch.set_num_threads(before)
+            self._run_lock.release()
 
     def fingerprint(self):
         """what a resume must find again (stale.model's data_checksum): the data, the validation
         set, the modules' structure (their repr: layers, sizes, activations) and the dtype; not
         the weights, which the checkpoint holds"""
-        parts = [self.X, self.y, "".join(repr(m) for m in self.modules), str(self.dtype)]
+        parts = [self.X, self.y, "".join(repr(m) for m in self.modules), str(self.dtype), self._code_digest()]
         if self.validation is not None:
             parts += list(self.validation)
         return parts
+
+    def _code_digest(self) -> str:
+        """what the functions compute, as far as Python can tell: the bytecode and constants of
+        every submodule class's forward and of the loss (a function, a lambda, a
+        functools.partial with its arguments, or a module), so that a resume with another loss
+        (MSE → L1, a factor 10) or an edited forward is refused; a builtin (C) function counts by
+        its qualified name"""
+        h = hashlib.sha256()
+        seen = set()
+        for mod in self.modules:
+            for sub in mod.modules():
+                if type(sub) not in seen:
+                    seen.add(type(sub))
+                    h.update(_code_bytes(type(sub).forward))
+        h.update(_code_bytes(self.loss_fn))
+        return h.hexdigest()
 
     @property
     def name(self) -> str:

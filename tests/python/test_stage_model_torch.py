@@ -553,3 +553,91 @@ def test_a_resume_with_other_data_or_stages_is_refused_and_force_continues(tmp_p
     with h5py.File(tmp_path / "kept.h5", "r") as f:
         note = f.attrs["resume_forced"]
         assert "the model's data or stages changed" in (note.decode() if isinstance(note, bytes) else note)
+
+
+class _Linear(torch.nn.Linear):
+    """a Linear whose forward is another function under the same repr"""
+
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.weight, self.bias) * 1.0
+
+
+class _Linear2(torch.nn.Linear):
+    def forward(self, x):
+        return torch.nn.functional.linear(x, self.weight, self.bias) * 2.0
+
+
+_Linear2.__name__ = "_Linear"  # the same repr as _Linear's: an edited forward under an unchanged class
+
+
+def test_a_resume_with_another_loss_or_another_forward_under_the_same_repr_is_refused(tmp_path):
+    """issue 54: the fingerprint covers the loss and the modules' code, not only their repr"""
+    case = {**RUN, "method.name": "pipedream", "method.updates": 64, "log.every": 4, "log.flush_seconds": 0.0}
+    X, y = data()
+
+    def net(cls):
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Sequential(cls(6, 12), torch.nn.Tanh()), torch.nn.Sequential(cls(12, 3)))
+
+    def make(cls=_Linear, loss=torch.nn.functional.cross_entropy):
+        return st.TorchStages(net(cls), (X, y), loss, batch_size=8)
+
+    partial = _cut(make(), case, tmp_path / "cut.h5")
+    scale = 10.0
+    others = {"another loss": make(loss=lambda o, t: torch.nn.functional.nll_loss(torch.log_softmax(o, 1), t)),
+              "a scaled loss": make(loss=lambda o, t: scale * torch.nn.functional.cross_entropy(o, t)),
+              "another forward, same repr": make(_Linear2)}
+    assert repr(others["another forward, same repr"].modules) == repr(make().modules)
+    for what, model in others.items():
+        with pytest.raises(stale.ConfigError, match="the model's data or stages changed since the checkpoint"):
+            stale.run(resume=partial, model=model)
+    assert stale.run(resume=partial, model=make()).status == "ok"
+
+
+class _ClampsItsWeight(torch.nn.Linear):
+    def forward(self, x):
+        self.weight.data.clamp_(-0.1, 0.1)
+        return super().forward(x)
+
+
+def test_a_forward_that_changes_its_own_parameters_is_refused():
+    """issue 54: in-place changes of a weight in a forward were kept or lost depending on the
+    stage's size and dtype; the construction probe finds them"""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(6, 12), torch.nn.Tanh()), _ClampsItsWeight(12, 3))
+    with pytest.raises(stale.ConfigError, match=r"stage 1's parameter 'weight' changes in its forward pass") as e:
+        st.TorchStages(net, data(), torch.nn.functional.cross_entropy, batch_size=8)
+    assert "\n" not in str(e.value)
+
+
+def test_one_model_in_two_concurrent_runs_is_refused():
+    """issue 54: the adapter's tensors are one run's state; a second run on the same model from
+    another thread (the first has released the GIL) is refused, and the model runs again after"""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    class Gate(torch.nn.Module):
+        def forward(self, x):
+            if torch.is_grad_enabled():  # not in the construction probe
+                started.set()
+                release.wait(30)
+            return x
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Sequential(torch.nn.Linear(6, 12), Gate(), torch.nn.Tanh()), torch.nn.Linear(12, 3))
+    model = st.TorchStages(net, data(), torch.nn.functional.cross_entropy, batch_size=8)
+    case = {**RUN, "method.name": "pipedream", "method.updates": 16, "log.every": 4}
+    out = {}
+    first = threading.Thread(target=lambda: out.setdefault("first", stale.run(case, model=model)))
+    first.start()
+    assert started.wait(30)
+    try:
+        with pytest.raises(stale.ConfigError, match="this model is already in a run"):
+            stale.run(case, model=model)
+    finally:
+        release.set()
+        first.join(60)
+    assert out["first"].status == "ok"
+    assert stale.run(case, model=model).status == "ok"  # free again
+
