@@ -733,8 +733,25 @@ PartialRun read_partial_run(const std::string& partial_path) {
     throw damaged("HDF5 cannot open it (" + (ec ? std::string("unreadable") : std::to_string(bytes) + " bytes") +
                   ": truncated, or not a run file)");
   }
-  if (!h5::exists(f.id(), "metrics/k") || !h5::exists(f.id(), "checkpoint/index"))
-    throw UserError(partial_path + ": not a resumable run file (no /metrics or /checkpoint); a finished run needs no resume");
+  bool complete = false;
+  try {
+    complete = h5::exists(f.id(), "metrics/k") && h5::exists(f.id(), "checkpoint/index");
+  } catch (const UserError&) {
+    // a truncated file opens (its superblock is intact) and fails deeper: damaged, as below
+  }
+  if (!complete) {
+    // a finished run's file (renamed to .partial by hand) needs no resume; anything else that
+    // lacks them was cut short: damaged (a truncated .partial read as "not resumable" before)
+    std::string status;
+    try {
+      status = h5::read_attr_string(f.id(), "status");
+    } catch (const UserError&) {
+    }
+    if (status == "ok" || status == "diverged")
+      throw UserError(partial_path + ": a finished run's file (status " + status + "), not a resumable .partial; a "
+                      "finished run needs no resume");
+    throw damaged("its /metrics or /checkpoint is missing or unreadable (truncated?)");
+  }
   try {
     p.config = h5::read_attr_string(f.id(), "config");
     p.status = h5::read_attr_string(f.id(), "status");

@@ -33,8 +33,15 @@ WriteLock::WriteLock(const std::string& target, const std::string& what, const s
   if (!parent.empty()) {
     // the folders this creates, deepest first: removed again when the lock ends and they are
     // empty (a run refused by its checks leaves nothing behind)
+    // Walked component by component from the top, so that a path through ".." ("nope/../r.h5")
+    // records the folder it makes ("nope"), not "nope/.." (the folder above, never removed)
     std::error_code ec;
-    for (fs::path p = parent; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) created_.push_back(p.string());
+    fs::path prefix;
+    for (const auto& part : parent) {
+      prefix /= part;
+      if (part == "." || part == ".." || part == prefix.root_path()) continue;
+      if (!fs::exists(prefix, ec)) created_.insert(created_.begin(), prefix.string());  // deepest first
+    }
     fs::create_directories(parent, ec);
     if (ec) throw UserError(target + ": cannot create directory " + parent.string() + " (" + ec.message() + ")");
   }

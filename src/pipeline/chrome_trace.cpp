@@ -43,17 +43,25 @@ void write_chrome_trace(std::ostream& out, const Schedule& s, const SimResult& r
 }
 
 void write_chrome_trace(const std::string& path, const Schedule& s, const SimResult& r, double us_per_unit) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError(path + ": is a directory; --trace names the trace's file, e.g. " +
+                    (std::filesystem::path(path) / "trace.json").string());
   const std::string partial = path + ".partial";
+  // nothing half-written stays behind: the .partial goes whatever fails after it exists
+  auto fail = [&](const std::string& why) {
+    std::filesystem::remove(partial, ec);
+    throw UserError(path + ": " + why);
+  };
   {
     NewFileStream f(partial);  // never through a link at the .partial name (src/core/new_file.hpp)
     if (!f) throw UserError(path + ": cannot write the trace (does the directory exist?)");
     write_chrome_trace(f, s, r, us_per_unit);
     f.close();
-    if (!f) throw UserError(path + ": writing the trace failed (disk full?)");
+    if (!f) fail("writing the trace failed (disk full?)");
   }
-  std::error_code ec;
   std::filesystem::rename(partial, path, ec);
-  if (ec) throw UserError(path + ": cannot rename " + partial + " into place: " + ec.message());
+  if (ec) fail("cannot rename " + partial + " into place: " + ec.message());
 }
 
 }  // namespace stale

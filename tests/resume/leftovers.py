@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""What a failure says and leaves (issue 54, item 10): real processes, registered with CTest.
+
+  python3 tests/resume/leftovers.py --stale build/stale
+
+1. A .partial truncated at 8 points (from 25 % to 99.9 % of its size): `--resume` says "damaged"
+   in one line (before, some cuts read as "not a resumable run file … a finished run needs no
+   resume") and keeps the file as it is.
+2. `stale schedule … --trace DIR` with DIR a folder: one line naming it, and no DIR.partial left.
+3. `--out nope/../r.h5`: the run writes r.h5 and leaves no folder `nope` behind, finished or
+   refused.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kill_and_resume import config, fail, run  # noqa: E402
+
+
+def one_line(r, case, *needles):
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("error: "):
+        fail(f"{case}: expected one error line and exit 2, got exit {r.returncode}: {r.stderr!r}")
+    for n in needles:
+        if n not in lines[0]:
+            fail(f"{case}: the error line lacks {n!r}: {lines[0]}")
+
+
+def truncated(stale, tmp):
+    cfg = config(tmp, "rpd", 2_000_000)
+    out = os.path.join(tmp, "cut.h5")
+    p = subprocess.Popen([stale, "run", cfg, "--out", out, "--quiet", "log.flush_seconds=0.05"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(out + ".partial") and p.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    p.communicate(timeout=60)
+    whole = out + ".partial"
+    size = os.path.getsize(whole)
+    for frac in (0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.99, 0.999):
+        cut = os.path.join(tmp, f"cut{frac}.h5.partial")
+        shutil.copyfile(whole, cut)
+        with open(cut, "r+b") as f:
+            f.truncate(int(size * frac))
+        before = hashlib.sha256(open(cut, "rb").read()).hexdigest()
+        r = run(stale, "run", "--resume", cut, "--quiet", timeout=60)
+        one_line(r, f"a .partial cut at {frac:.1%} of {size} bytes", cut, "damaged")
+        if hashlib.sha256(open(cut, "rb").read()).hexdigest() != before:
+            fail(f"the .partial cut at {frac:.1%} was changed by the refused resume")
+    print(f"a .partial truncated at 8 points of its {size} bytes: 'damaged' in one line, the file kept")
+
+
+def trace_folder(stale, tmp):
+    d = os.path.join(tmp, "DIR")
+    os.makedirs(d)
+    r = run(stale, "schedule", "pipedream", "--stages", "4", "--microbatches", "8", "--trace", d)
+    one_line(r, "--trace naming a folder", d, "is a directory")
+    if os.path.exists(d + ".partial"):
+        fail("--trace naming a folder left DIR.partial behind")
+    print("--trace naming a folder: one line, nothing left behind")
+
+
+def dot_dot_out(stale, tmp):
+    cfg = config(tmp, "pipedream", 300)
+    work = os.path.join(tmp, "dotdot")
+    os.makedirs(work)
+    r = run(stale, "run", cfg, "--out", "nope/../r.h5", "--quiet", cwd=work)
+    if r.returncode != 0 or not os.path.exists(os.path.join(work, "r.h5")):
+        fail(f"--out nope/../r.h5: exit {r.returncode}, {r.stderr!r}")
+    r = run(stale, "run", cfg, "method.lr=-1", "--out", "a/b/../c/r.h5", "--quiet", cwd=work)
+    if r.returncode != 2:
+        fail(f"a refused run: exit {r.returncode}, {r.stderr!r}")
+    left = sorted(os.listdir(work))
+    if left != ["r.h5"]:
+        fail(f"--out through '..' left {left} in the folder (expected only r.h5)")
+    print("--out through '..': the run's file only, no folder left behind")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--stale", required=True)
+    a = ap.parse_args()
+    stale = os.path.abspath(a.stale)
+    with tempfile.TemporaryDirectory(prefix="stale-leftovers-") as tmp:
+        truncated(stale, tmp)
+        trace_folder(stale, tmp)
+        dot_dot_out(stale, tmp)
+    print("leftovers: every case held")
+
+
+if __name__ == "__main__":
+    main()
