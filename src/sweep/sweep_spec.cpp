@@ -2,6 +2,7 @@
 // (config hashes) that make a sweep resumable.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -119,7 +120,16 @@ Sweep load_sweep(const std::string& path, const std::vector<std::string>& overri
   fs::path bp(*base);
   if (bp.is_relative()) bp = fs::path(path).parent_path() / bp;
   sw.base = bp.lexically_normal().string();
-  if (auto eps = tbl["epsilon"].value<double>()) sw.epsilon = *eps;
+  if (tbl.contains("epsilon")) {
+    // the index's time-to-ε columns: a positive finite target (nan, inf, −1 or a string were
+    // stored as 0, which silently turned the columns off)
+    const auto eps = tbl["epsilon"].value<double>();
+    if (!eps || !std::isfinite(*eps) || *eps <= 0)
+      throw UserError(path + ": epsilon = " + (eps ? std::to_string(*eps) : std::string("a non-number")) +
+                      "; give the f − f_* target of the index's time-to-ε columns as a positive number, e.g. "
+                      "epsilon = 1e-3 (or leave it out)");
+    sw.epsilon = *eps;
+  }
   const Config base_cfg = Config::from_file(sw.base);
 
   auto section = [&](const char* name) {
