@@ -5,6 +5,7 @@ calls too, so both front ends refuse the same input with the same line."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
 
@@ -54,11 +55,11 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resum
             arrays["w_true"] = np.ravel(np.asarray(w_true, dtype=np.float64))
     # what goes with a resume (nothing: the .partial has its config and path) is the command
     # layer's to refuse, as for `stale run --resume`
+    out_text, resume_text = _path_text("stale.run", "out", out), _path_text("stale.run", "resume", resume)
     # a Python model's calls all happen inside its run context (stale.torch: torch's thread count)
     with driver.running() if driver is not None else contextlib.nullcontext():
-        fields = _stale.run(path, assigns, os.fspath(out) if out is not None else "", bool(force), bool(progress),
-                            bool(drop_unread), **arrays, model=driver,
-                            resume=os.fspath(resume) if resume is not None else "")
+        fields = _stale.run(path, assigns, out_text, bool(force), bool(progress),
+                            bool(drop_unread), **arrays, model=driver, resume=resume_text)
     if out is not None or resume is not None:
         return load(fields["path"])
     return Run(fields)
@@ -114,6 +115,30 @@ class Schedule:
                 f"delay max={d['max_delay']} mean={d['mean_delay']:.4f}>")
 
 
+def _whole(call: str, name: str, v, low: int = 0, high: int = 2 ** 31 - 1) -> int:
+    """an integer argument as the C++ side takes it: a whole number in [low, high] (an int, a
+    numpy integer or a float without a fraction); else a one-line ConfigError (2.7 was truncated to
+    2, and 2**40 gave a multi-line signature dump)"""
+    whole = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+    if isinstance(v, (float, np.floating)):
+        whole = math.isfinite(v) and float(v).is_integer()
+    if not whole:
+        raise _stale.ConfigError(f"{call}: {name} = {v!r}; give a whole number from {low} to {high}")
+    n = int(v)
+    if not low <= n <= high:
+        raise _stale.ConfigError(f"{call}: {name} = {n}; give a whole number from {low} to {high}")
+    return n
+
+
+def _path_text(call: str, name: str, v) -> str:
+    """a path argument as text ("" for None); bytes and other types are a one-line ConfigError"""
+    if v is None:
+        return ""
+    if not isinstance(v, (str, os.PathLike)) or isinstance(os.fspath(v), bytes):
+        raise _stale.ConfigError(f"{call}: {name} = {v!r}; give a path as a str or os.PathLike (not {type(v).__name__})")
+    return os.fspath(v)
+
+
 def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0, replicas: int = 0,
              local_steps: int = 0, chunks: int = 0, steady_margin: int = -1, out=None, trace=None,
              delay_table=None, **costs) -> Schedule:
@@ -128,10 +153,11 @@ def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0
         if isinstance(v, (list, tuple, np.ndarray)):
             v = ",".join(repr(float(x)) for x in v)
         settings.append(f"{k}={v}")
-    fields = _stale.schedule(name, int(stages), int(microbatches), int(accumulation), int(replicas),
-                             int(local_steps), int(chunks), settings, int(steady_margin),
-                             os.fspath(out) if out is not None else "",
-                             os.fspath(trace) if trace is not None else "",
+    w = lambda key, v, low=0: _whole("stale.schedule", key, v, low)  # noqa: E731
+    fields = _stale.schedule(name, w("stages", stages, 1), w("microbatches", microbatches, 1), w("accumulation", accumulation),
+                             w("replicas", replicas), w("local_steps", local_steps), w("chunks", chunks), settings,
+                             w("steady_margin", steady_margin, -1), _path_text("stale.schedule", "out", out),
+                             _path_text("stale.schedule", "trace", trace),
                              None if delay_table is None else bool(delay_table))
     return Schedule(fields)
 

@@ -16,6 +16,7 @@ def toml_value(v) -> str:
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
+        v = float(v)  # numpy's float64 is a float whose repr is "np.float64(5.0)", not TOML
         if math.isnan(v):
             return "nan"
         if math.isinf(v):

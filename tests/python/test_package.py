@@ -466,3 +466,21 @@ def test_simulated_time_is_zero_at_k_zero_for_methods_with_a_clock():
     t = pd.series("time")
     assert t[0] == 0.0 and np.all(np.diff(t) >= 0) and t[-1] > 0
     assert np.all(np.isnan(stale.run(QUICK, **{"method.updates": 64}).series("time")))
+
+
+def test_bad_python_arguments_are_one_line_errors_and_numpy_scalars_are_numbers(tmp_path):
+    """issue 54 (low): a fractional or huge count, a bytes path and numpy's float64 (whose repr is
+    not TOML) reached the C++ side as a truncated number, a signature dump or a refused string"""
+    for kw, what in (({"stages": 2.7}, "stages = 2.7"), ({"stages": 2 ** 40}, "stages = 1099511627776"),
+                     ({"microbatches": float("nan")}, "microbatches = nan"), ({"out": b"x.h5"}, "out = b'x.h5'"),
+                     ({"trace": 3}, "trace = 3")):
+        args = {"stages": 4, "microbatches": 8, **kw}
+        with pytest.raises(stale.ConfigError, match=re.escape(what)) as e:
+            stale.schedule("pipedream", **args)
+        assert "\n" not in str(e.value)
+    assert stale.schedule("pipedream", stages=np.int64(4), microbatches=8.0).makespan > 0
+    with pytest.raises(stale.ConfigError, match=r"out = b'r\.h5'"):
+        stale.run(QUICK, out=b"r.h5", method__updates=10)
+    a = stale.run(QUICK, method__updates=40, method__lr=np.float64(0.0078125))
+    b = stale.run(QUICK, method__updates=40, method__lr=0.0078125)
+    np.testing.assert_array_equal(a.metrics["loss"], b.metrics["loss"])
