@@ -166,7 +166,8 @@ def audit(dirs, res):
              "sweeps/audit_informative_convex_sweep` (the same for `_nonconvex`) and `python3 scripts/audits.py "
              "informative`; why and how: scripts/audit_informative.py. Every configuration has c + c²δ²/S < 1 (c = γL), so "
              "the bound lies below the measured mean's ceiling S·G² and a check can fail. G is fixed in advance per "
-             "configuration (the final running G of a pilot run, seed 1000); the verdict compares the mean of the "
+             f"configuration (the final running G of a pilot run, seed 1000); K = {K} block updates, logged every {EVERY}; "
+             "the verdict compares the mean of the "
              f"measured (1/K)Σ‖∇f(w_k)‖² over {len(SEEDS)} seeds with the bound at that G through a one-sided 95 % upper "
              "confidence bound, simultaneous over the informative K (a logged K where bound < S·G² or the mean reaches "
              f"{REACH:g}·S·G²).", "",
@@ -180,7 +181,9 @@ def audit(dirs, res):
                      f"{r['verdict']} |")
     total_inf = sum(r["informative"] for r in rows)
     held = sum(r["verdict"] == "holds" for r in rows)
-    lines += ["", f"Expectation checks: {total_inf} informative (configuration, K) checks in {len(rows)} configurations; "
+    per_problem = "; ".join(f"{prob}: {sum(r['informative'] for r in rows if r['problem'] == prob)}" for prob in PROBLEMS)
+    lines += ["", f"Expectation checks: {total_inf} informative (configuration, K) checks in {len(rows)} configurations "
+              f"(per problem: {per_problem}); "
               f"the bound holds in {held} of {len(rows)} (violated: {sum(r['verdict'] == '**violated**' for r in rows)}, "
               f"undecided: {sum(r['verdict'] == 'undecided' for r in rows)}, not informative: "
               f"{sum(r['verdict'] == 'not informative' for r in rows)}).",
