@@ -47,6 +47,9 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resum
     if X is not None or y is not None:
         if X is None or y is None:
             raise _stale.ConfigError("stale.run: pass both X and y, or neither")
+        if np.iscomplexobj(X) or np.iscomplexobj(y):
+            raise _stale.ConfigError("X, y: complex values; the linear models take real data (numpy would drop the "
+                                     "imaginary part): pass X.real, or split real and imaginary parts into features")
         arrays["X"] = np.asarray(X, dtype=np.float64)
         arrays["y"] = np.ravel(np.asarray(y, dtype=np.float64))
         if arrays["X"].ndim != 2:

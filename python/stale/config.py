@@ -37,9 +37,26 @@ def key_of(name: str) -> str:
     return name.replace("__", ".")
 
 
+def _flat_once(node: dict, prefix: str = "", out: dict | None = None) -> dict:
+    """nested sections → dotted keys, refusing a key given twice in two spellings ({"method.lr":
+    0.1, "method": {"lr": 0.2}}: it resolved by the dict's order before)"""
+    out = {} if out is None else out
+    for k, v in node.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            _flat_once(v, name + ".", out)
+        elif name in out:
+            from ._stale import ConfigError
+            raise ConfigError(f"config: {name} is given twice in one dict ({out[name]!r} and {v!r}, as a dotted key and "
+                              "inside its section); give it once")
+        else:
+            out[name] = v
+    return out
+
+
 def assignments(values: dict) -> list[str]:
     """"key=value" for each key; "~key" (unset: the key's default) for a value of None"""
-    return [f"~{k}" if v is None else f"{k}={toml_value(v)}" for k, v in flatten(values).items()]
+    return [f"~{k}" if v is None else f"{k}={toml_value(v)}" for k, v in _flat_once(values).items()]
 
 
 def resolve(config, overrides: dict) -> tuple[str, str, list[str]]:

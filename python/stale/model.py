@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 
 import numpy as np
 
@@ -145,6 +146,33 @@ def _pair(model, result, call: str, names: str):
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         _fail(model, f"{call} returned {type(result).__name__}; return the pair ({names})")
     return result
+
+
+def _check_constants(model, c: dict):
+    """what constants() claims must be possible: the bound and the summary trust them (L < 0 or
+    μ > L gave a bound of the wrong sign, not an error)"""
+    def num(key):
+        v = c.get(key)
+        if v is None:
+            return None
+        try:
+            v = float(v)
+        except (TypeError, ValueError):
+            _fail(model, f"constants()['{key}'] = {c[key]!r} is not a number")
+        return v
+    L, mu, f_star, f_low = num("L"), num("mu"), num("f_star"), num("f_low")
+    if L is not None and not (math.isfinite(L) and L > 0):
+        _fail(model, f"constants()['L'] = {L}: a smoothness constant is positive and finite (leave it out to have L "
+                     "estimated along the run)")
+    if mu is not None and not (math.isfinite(mu) and mu >= 0):
+        _fail(model, f"constants()['mu'] = {mu}: a strong-convexity constant is ≥ 0")
+    if mu is not None and L is not None and mu > L:
+        _fail(model, f"constants(): mu = {mu} exceeds L = {L}; μ ≤ L for any function")
+    for key, v in (("f_star", f_star), ("f_low", f_low)):
+        if v is not None and not math.isfinite(v):
+            _fail(model, f"constants()['{key}'] = {v}: give a finite value")
+    if f_star is not None and f_low is not None and f_low > f_star:
+        _fail(model, f"constants(): f_low = {f_low} exceeds f_star = {f_star}; a lower bound is ≤ the minimum")
 
 
 class _Driver:
@@ -353,6 +381,7 @@ class _Driver:
         unknown = set(constants) - _CONSTANT_KEYS
         if unknown:
             _fail(self.model, f"constants() has unknown keys {sorted(unknown)}; valid: {sorted(_CONSTANT_KEYS)}")
+        _check_constants(self.model, constants)
         if "w_star" in constants:
             constants["w_star"] = np.ascontiguousarray(constants["w_star"], dtype=np.float64).reshape(-1)
             if constants["w_star"].size != w0.size:

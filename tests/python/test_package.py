@@ -484,3 +484,32 @@ def test_bad_python_arguments_are_one_line_errors_and_numpy_scalars_are_numbers(
     a = stale.run(QUICK, method__updates=40, method__lr=np.float64(0.0078125))
     b = stale.run(QUICK, method__updates=40, method__lr=0.0078125)
     np.testing.assert_array_equal(a.metrics["loss"], b.metrics["loss"])
+
+
+def test_a_key_in_two_spellings_complex_data_and_impossible_constants_are_one_line_errors():
+    """issue 54 (low): {"method.lr": …, "method": {"lr": …}} resolved by the dict's order, complex X
+    lost its imaginary part with only numpy's warning, and constants() were taken as given"""
+    with pytest.raises(stale.ConfigError, match=r"method\.lr is given twice in one dict"):
+        stale.run({"method.lr": 0.01, "method": {"lr": 0.02}}, method__updates=10)
+    X = np.ones((20, 4)) + 1j
+    with pytest.raises(stale.ConfigError, match="complex values"):
+        stale.run({"objective.name": "quadratic", "objective.stages": 2, "method.updates": 10}, X=X, y=np.ones(20))
+
+    from stale.least_squares import LeastSquaresStages
+
+    class Claims(LeastSquaresStages):
+        def __init__(self, claims):
+            super().__init__({"objective.dim": 8, "objective.samples": 40, "objective.batch_size": 10,
+                              "objective.stages": 2})
+            self.claims = claims
+
+        def constants(self):
+            return {**super().constants(), **self.claims}
+
+    for claims, what in (({"L": -1.0}, r"constants\(\)\['L'\] = -1\.0"), ({"L": 1.0, "mu": 2.0}, "mu = 2.0 exceeds L"),
+                         ({"mu": -0.5}, r"constants\(\)\['mu'\] = -0\.5"), ({"f_star": float("nan")}, "f_star"),
+                         ({"f_star": 0.0, "f_low": 1.0}, "f_low = 1.0 exceeds f_star")):
+        with pytest.raises(stale.ConfigError, match=what) as e:
+            stale.run({"method.updates": 10}, model=Claims(claims))
+        assert "\n" not in str(e.value)
+    assert stale.run({"method.updates": 10}, model=Claims({})).status == "ok"
