@@ -71,7 +71,7 @@ double ResourceEstimate::disk_bytes() const {
   return s;
 }
 
-ResourceEstimate estimate_resources(const Config& cfg) {
+ResourceEstimate estimate_resources(const Config& cfg, double parameters) {
   ResourceEstimate e;
   // everything in double: products of keys up to 2^31 overflow no integer here. What each
   // component takes comes from its registry entry: the objective's footprint, the method's
@@ -101,6 +101,13 @@ ResourceEstimate estimate_resources(const Config& cfg) {
   const ObjectiveEntry& objective = objective_entry(cfg.get_string("objective.name"));
   ObjectiveFootprint fp;
   if (objective.footprint) fp = objective.footprint(cfg, FootprintContext{schedule_method ? S : 1.0});
+  if (fp.parameters <= 0 && parameters > 0) {
+    // a model whose size the config does not tell (a Python model): its weights, float64 in the
+    // harness's storage, once as the iterate
+    fp.parameters = parameters;
+    fp.parameter_keys = "the model's parameters";
+    fp.memory.push_back({"iterate", "the model's parameters = " + num(parameters), parameters * kDouble});
+  }
   const double d = fp.parameters;
   const double elem = fp.element_bytes;
   const std::string& d_keys = fp.parameter_keys;
@@ -172,8 +179,14 @@ ResourceEstimate estimate_resources(const Config& cfg) {
   return e;
 }
 
-void check_resources(const Config& cfg, const std::string& run_path) {
-  const ResourceEstimate e = estimate_resources(cfg);
+void check_resources_of(const Config& cfg, const std::string& run_path, int64_t parameters) {
+  const ObjectiveEntry& entry = objective_entry(cfg.get_string("objective.name"));
+  if (entry.footprint && entry.footprint(cfg, FootprintContext{}).parameters > 0) return;  // checked from the config
+  check_resources(cfg, run_path, static_cast<double>(parameters));
+}
+
+void check_resources(const Config& cfg, const std::string& run_path, double parameters) {
+  const ResourceEstimate e = estimate_resources(cfg, parameters);
   const double mem = e.memory_bytes();
   const double budget = memory_budget_bytes();
   if (!e.memory.empty() && !(mem <= budget))

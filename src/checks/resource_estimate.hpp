@@ -39,11 +39,16 @@ struct ResourceEstimate {
   double disk_bytes() const;
 };
 
-ResourceEstimate estimate_resources(const Config& cfg);
+// parameters: the objective's parameter count where its registry entry has no footprint (a
+// Python model's, known once it is built: check_resources_of); 0 = the entry's footprint
+ResourceEstimate estimate_resources(const Config& cfg, double parameters = 0);
 
 // Throws a one-line UserError naming the keys of the largest items when the estimate exceeds
 // the memory budget, or the run file exceeds the free space where run_path would be written
 // (run_path empty: log.out, else runs/). Call it before the objective is built.
-void check_resources(const Config& cfg, const std::string& run_path = "");
+void check_resources(const Config& cfg, const std::string& run_path = "", double parameters = 0);
+// the same once the objective exists, for one whose registry entry reports no footprint (a Python
+// model: its size is the model's, not the config's); nothing for the others, checked before
+void check_resources_of(const Config& cfg, const std::string& run_path, int64_t parameters);
 
 }  // namespace stale

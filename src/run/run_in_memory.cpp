@@ -4,6 +4,7 @@
 
 #include "objectives/objective_factory.hpp"
 #include "optimizers/method.hpp"
+#include "src/checks/resource_estimate.hpp"
 #include "src/run/run_session.hpp"
 #include "src/run/runner.hpp"
 
@@ -93,6 +94,7 @@ InMemoryRun run_in_memory(const Config& cfg, std::shared_ptr<const Objective> ob
   check_run_config(cfg, "");  // the runner's checks (no run file: memory only)
   std::shared_ptr<const Objective> f =
       objective ? std::move(objective) : make_objective(cfg);
+  check_resources_of(cfg, "", f->dim());  // a model whose size only it knows (Python)
   auto method = make_method(cfg, *f);
   const RunPlan plan = method->plan(*f);
   InMemoryRun out;

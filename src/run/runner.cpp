@@ -214,6 +214,7 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
     check_run_config(cfg, path, resuming);
     std::shared_ptr<const Objective> f =
         options.objective ? options.objective : make_objective(cfg);
+    check_resources_of(cfg, path, f->dim());  // a model whose size only it knows (Python), before its run allocates
     auto method = make_method(cfg, *f);
     // the one plan every consumer reads; planning errors surface before the run file exists
     const RunPlan plan = method->plan(*f);

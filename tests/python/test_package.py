@@ -513,3 +513,20 @@ def test_a_key_in_two_spellings_complex_data_and_impossible_constants_are_one_li
             stale.run({"method.updates": 10}, model=Claims(claims))
         assert "\n" not in str(e.value)
     assert stale.run({"method.updates": 10}, model=Claims({})).status == "ok"
+
+
+def test_a_python_model_too_large_for_the_memory_budget_is_refused_before_its_run(monkeypatch):
+    """issue 54 (item 8): a Python model's size is known only once it is built; its run's version
+    store (rpd, delay.max = 60: 61 versions of w) is estimated then, against the budget, and
+    refused in one line instead of allocating until the OOM killer ends it"""
+    from stale.least_squares import LeastSquaresStages
+
+    model = LeastSquaresStages({"objective.dim": 1000, "objective.samples": 40, "objective.batch_size": 10,
+                                "objective.stages": 4})
+    monkeypatch.setenv("STALE_MEMORY_LIMIT", "200K")  # 61 × 1000 × 8 B ≈ 0.5 MB of versions
+    with pytest.raises(stale.ConfigError, match=r"needs about .* of memory.*version store.*the model's parameters") as e:
+        stale.run({"method.name": "rpd", "delay.name": "uniform", "delay.max": 60, "method.updates": 10}, model=model)
+    assert "\n" not in str(e.value)
+    monkeypatch.setenv("STALE_MEMORY_LIMIT", "1G")
+    assert stale.run({"method.name": "rpd", "delay.name": "uniform", "delay.max": 60, "method.updates": 10},
+                     model=model).status == "ok"
