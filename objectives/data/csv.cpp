@@ -41,6 +41,9 @@ LinearData load_csv(const std::string& path, const std::string& label_column) {
   std::vector<std::string> header;
   while (header.empty() && std::getline(in, line)) {
     ++lineno;
+    // Excel's "CSV UTF-8" starts with a byte-order mark: left on, it becomes part of the first
+    // column's name (a label column there was "not found"), as delay tables already strip it
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (line.find_first_not_of(" \t\r") != std::string::npos) header = split_fields(line);
   }
   if (header.empty()) throw UserError(path + ": empty CSV file (expected a header row naming the columns)");

@@ -56,6 +56,7 @@ TEST_CASE("EveryDataFileFormatReadsTheSameXAndYExactly") {
   for (const Case& c : {Case{"good.npz", "npz", "y", true}, Case{"good_X.npy,good_y.npy", "npy", "y", false},
                         Case{"good_X_fortran_f32.npy, good_y.npy", "npy", "y", false},
                         Case{"good.h5", "hdf5", "y", true}, Case{"good.csv", "csv", "label", false},
+                        Case{"good_bom.csv", "csv", "label", false},
                         Case{"good.libsvm", "libsvm", "y", false}}) {
     CAPTURE(c.spec);
     CHECK(data_file_format(c.spec) == c.format);

@@ -32,6 +32,10 @@ with open(p("good.csv"), "w") as f:
     f.write("a,label,b,c\n")                              # the label column in the middle
     for i in range(6):
         f.write("%r,%d,%r,%r\n" % (float(X[i, 0]), 2 * y[i] - 1, float(X[i, 1]), float(X[i, 2])))  # ±1 labels
+with open(p("good_bom.csv"), "w", encoding="utf-8-sig") as f:  # Excel's "CSV UTF-8": a byte-order mark first
+    f.write("label,a,b,c\n")                              # the label column first, where the mark sits
+    for i in range(6):
+        f.write("%d,%r,%r,%r\n" % (2 * y[i] - 1, float(X[i, 0]), float(X[i, 1]), float(X[i, 2])))
 with open(p("good.libsvm"), "w") as f:
     for i in range(6):
         f.write("%d %s\n" % (y[i], " ".join("%d:%r" % (j + 1, float(X[i, j])) for j in range(3))))
