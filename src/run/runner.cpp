@@ -132,6 +132,13 @@ void refuse_to_discard(const std::string& path, const PartialRun* p, const std::
   if (!damage.empty())
     throw UserError(damage.substr(0, damage.find("; the file is kept")) + "; a new run would replace it: rerun with --force to "
                     "discard it");
+  // beside a finished run file the checkpoint is left over (its --resume would refuse: the run
+  // finished): the advice must not point there
+  std::error_code ec;
+  if (p && p->has_checkpoint && std::filesystem::exists(path, ec))
+    throw UserError(partial + ": a leftover checkpoint at k = " + std::to_string(p->k) + " beside the finished run " +
+                    path + " (a resume would refuse: that run finished); remove " + partial +
+                    " to keep the finished run, or rerun with --force to replace both");
   if (p && p->has_checkpoint)
     throw UserError(partial + ": holds a checkpoint at k = " + std::to_string(p->k) +
                     " that a new run would discard; continue it with stale run --resume " + partial +

@@ -9,6 +9,8 @@
 2. `stale schedule … --trace DIR` with DIR a folder: one line naming it, and no DIR.partial left.
 3. `--out nope/../r.h5`: the run writes r.h5 and leaves no folder `nope` behind, finished or
    refused.
+4. A finished RUN.h5 with a leftover RUN.h5.partial beside it: a rerun is refused in one line that
+   does not advise `--resume` (which would refuse: the run finished).
 """
 from __future__ import annotations
 
@@ -87,6 +89,21 @@ def dot_dot_out(stale, tmp):
     print("--out through '..': the run's file only, no folder left behind")
 
 
+def leftover_beside_finished(stale, tmp):
+    """a finished RUN.h5 with a leftover RUN.h5.partial beside it (another run's checkpoint copied
+    there): the refusal must not advise the --resume that then refuses ("the run already finished")"""
+    cfg = config(tmp, "rpd", 300)
+    out = os.path.join(tmp, "fin.h5")
+    if run(stale, "run", cfg, "--out", out, "--quiet").returncode != 0:
+        fail("the finished run")
+    shutil.copyfile(os.path.join(tmp, "cut.h5.partial"), out + ".partial")  # truncated() left it, interrupted
+    r = run(stale, "run", cfg, "--out", out, "--quiet")
+    one_line(r, "a rerun beside a leftover .partial", out + ".partial", "leftover checkpoint", "--force")
+    if "stale run --resume" in r.stderr:
+        fail(f"the advice points at a resume that refuses: {r.stderr!r}")
+    print("a leftover .partial beside a finished run: one line, no --resume advised")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stale", required=True)
@@ -94,6 +111,7 @@ def main():
     stale = os.path.abspath(a.stale)
     with tempfile.TemporaryDirectory(prefix="stale-leftovers-") as tmp:
         truncated(stale, tmp)
+        leftover_beside_finished(stale, tmp)
         trace_folder(stale, tmp)
         dot_dot_out(stale, tmp)
     print("leftovers: every case held")
