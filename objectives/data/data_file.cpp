@@ -1,5 +1,6 @@
 #include "objectives/data/data_file.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -69,6 +70,16 @@ void check(LinearData& data, const std::string& what, bool binary_labels) {
   for (Index i = 0; i < data.n(); ++i)
     if (!std::isfinite(data.y(i))) throw UserError(what + ": y[" + std::to_string(i) + "] is not finite");
   if (data.w_true && !data.w_true->allFinite()) throw UserError(what + ": w_true has a non-finite entry");
+  // finite values whose squares are not (|x| above ~1e154): f, its gradient and L overflow, and the
+  // run ended as "diverged at k = 1" with NaN constants, which blamed the method for the data
+  const double big = std::max(data.X.cwiseAbs().maxCoeff(), binary_labels ? 0.0 : data.y.cwiseAbs().maxCoeff());
+  if (!std::isfinite(big * big * static_cast<double>(std::max(data.n(), data.d())))) {
+    std::ostringstream v;
+    v << big;
+    throw UserError(what + ": values up to " + v.str() +
+                    " overflow in double precision once squared (f, its gradient and L would not be finite): scale "
+                    "the data, e.g. standardise each column");
+  }
   if (!binary_labels) return;
   const bool has_neg = (data.y.array() < 0).any();
   for (Index i = 0; i < data.n(); ++i) {

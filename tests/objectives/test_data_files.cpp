@@ -130,6 +130,7 @@ TEST_CASE("EveryMalformedDataFileIsOneLineNamingTheFileAndTheProblem") {
            Case{"good.csv", "good.csv", "no column named \"y\"", false},
            Case{"good_X.npy,bad_short_y.npy", "good_X.npy", "y has 5 entries but X has n = 6 rows", false},
            Case{"bad_labels.npz", "bad_labels.npz", "label y[2] = 2 is not binary", true},
+           Case{"bad_huge.npz", "bad_huge.npz", "overflow in double precision once squared", false},
            Case{"bad.libsvm", "bad.libsvm:2", "indices must increase", true},
            Case{"good_X.npy", "good_X.npy", "comma-separated pair", false},
            Case{"good_y.npy,good_y.npy", "good_y.npy", "expected a 2-D n × d matrix", false},

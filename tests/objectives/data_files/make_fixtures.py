@@ -36,6 +36,7 @@ with open(p("good_bom.csv"), "w", encoding="utf-8-sig") as f:  # Excel's "CSV UT
     f.write("label,a,b,c\n")                              # the label column first, where the mark sits
     for i in range(6):
         f.write("%d,%r,%r,%r\n" % (2 * y[i] - 1, float(X[i, 0]), float(X[i, 1]), float(X[i, 2])))
+np.savez(p("bad_huge.npz"), X=X * 1e200, y=y)           # finite, but their squares overflow
 with open(p("good.libsvm"), "w") as f:
     for i in range(6):
         f.write("%d %s\n" % (y[i], " ".join("%d:%r" % (j + 1, float(X[i, j])) for j in range(3))))
