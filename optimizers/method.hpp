@@ -43,10 +43,6 @@ struct RunPlan {
   bool executes_schedule = false;  // the method runs the schedule's ops (the run file gets /schedule)
   // its updates carry the simulated time (/metrics/time), which is 0 at k = 0, before any op
   bool clock = false;
-  // why the method writes no checkpoints ("" when it does): a coupled timeline's op durations
-  // followed the run's own state, which a resume could not replay (issue 54). The run says so when
-  // it starts, its interrupt message offers no --resume, and a --resume of its .partial is refused
-  std::string no_checkpoints;
 
   int64_t bound_delay(int64_t measured) const;
 };

@@ -112,6 +112,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
   if (!resume.empty()) {
     if (static_cast<int>(resume.size()) != Pc) throw UserError("checkpoint: only some columns of the ensemble resume");
     es.restore(resume, f, batch_of, sched.split_backward);
+    ops->restore(*resume[0]);  // a coupled timeline's durations (one column); nothing for a precomputed order
   } else {
     for (int p = 0; p < Pc; ++p) obs[p]->on_start(w[p]);
   }
@@ -165,8 +166,8 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
     return single_calls && n == 1 && reinterpret_cast<std::uintptr_t>(block) % EIGEN_DEFAULT_ALIGN_BYTES == 0;
   };
   // a resumed run passes the ops it had done through the op source without executing them,
-  // so that the source's update count, delay rows and moments continue where they were
-  // (a coupled timeline writes no checkpoints: its op durations followed the run's state)
+  // so that the source's update count, delay rows and moments continue where they were (a
+  // coupled timeline replays the durations its checkpoint recorded: they followed the run's state)
   for (int64_t done = 0; done < es.ops_done; ++done) {
     const int64_t idx = ops->next();
     STALE_CHECK(idx >= 0, "a checkpoint within the schedule");
@@ -339,9 +340,9 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
     }
     if (gradient_op && ++st.gradients_done == J) live.erase(mb);  // its last op
     // an update boundary: when one column's checkpoint is due every column's is, so that the
-    // ensemble resumes from one update (a column that stops without one, diverged, has none;
-    // a coupled timeline writes none)
-    if (op.updates() && !opt.coupled) {
+    // ensemble resumes from one update (a column that stops without one, diverged, has none);
+    // a coupled timeline's checkpoint holds the durations it gave (OpSource::save)
+    if (op.updates()) {
       bool due = false;
       for (int p : active) due = due || obs[p]->checkpoint_due();
       if (due) {
@@ -350,6 +351,7 @@ std::vector<RunReport> ScheduleMethod::run_ensemble(const Objective& f, const Ru
           if (obs[p]->checkpoint_due() || !obs[p]->should_stop()) {
             StateBag b;
             es.save(b, p, f);
+            ops->save(b);
             obs[p]->checkpoint(std::move(b));
           }
       }

@@ -260,8 +260,6 @@ RunPlan plan_schedule_run(const PlanOptions& options, const Objective& f) {
     // (the running maximum the metrics observer and /theory use), not planned
     pl.delay_bound = 0;
     pl.delay_name = std::string("coupled:") + opt.schedule + ":" + coupling_name(opt.coupling);
-    pl.no_checkpoints = std::string("costs.coupling = ") + coupling_name(opt.coupling) +
-                        ": its op durations follow the run's state, which a checkpoint does not replay";
     if (opt.coupling == Coupling::Data) (void)batch_data_costs(f);  // a UserError before the run file exists
   }
   if (opt.time_budget > 0) {

@@ -157,6 +157,10 @@ ResourceEstimate estimate_resources(const Config& cfg, double parameters) {
                           ops * kBytesPerOp});
     }
   }
+  // a coupled timeline keeps the factor of every op it timed, for its checkpoints (OpSource::save):
+  // one double per op, at most 3 ops per block update
+  if (schedule_method && cfg.get_string("costs.coupling") != "none")
+    e.memory.push_back({"coupled timeline's op factors", "3 × method.updates = 3 × " + num(K), 3 * K * kDouble});
   const bool stale_reads = method.kind != MethodKind::Fresh;
   const LogParams log = LogParams::from_config(cfg);
   if (stale_reads && log.delays)

@@ -33,7 +33,9 @@ int64_t CoupledTimeline::next() {
 const OpTiming& CoupledTimeline::finish(const OpState& state) {
   STALE_CHECK(current_ >= 0, "CoupledTimeline::finish without an op from next()");
   const Op& op = s_.ops[current_];
-  const double factor = state_.factor(op.block, op.kind == s_.gradient_kind(), state);
+  const double factor =
+      replayed_ < replay_.size() ? replay_[replayed_++] : state_.factor(op.block, op.kind == s_.gradient_kind(), state);
+  factors_.push_back(factor);
   // nominal × 1.0 is the nominal duration exactly: Coupling::None is the simulator bit for bit
   const Update* u = sim_.finish(sim_.nominal_duration() * factor);
   const SimResult& r = sim_.partial();
@@ -46,6 +48,20 @@ const OpTiming& CoupledTimeline::finish(const OpState& state) {
   }
   current_ = -1;
   return timing_;
+}
+
+void CoupledTimeline::save(StateBag& b) const {
+  b.put_doubles("coupled_factors", factors_);
+  state_.save(b);
+}
+
+void CoupledTimeline::restore(const StateBag& b) {
+  STALE_CHECK(factors_.empty(), "a coupled timeline is restored before any op");
+  if (!b.has("coupled_factors"))
+    throw UserError("checkpoint: a run with coupled costs needs its timeline's factors, which this checkpoint lacks");
+  replay_ = b.get_doubles("coupled_factors");
+  replayed_ = 0;
+  state_.restore(b);
 }
 
 DelayMoments CoupledTimeline::moments() {

@@ -38,6 +38,10 @@ class CoupledTimeline final : public OpSource {
   const OpTiming& finish(const OpState& state) override;
   DelayMoments moments() override;
   std::shared_ptr<const SimResult> timeline() override;
+  // the factor of every op finished so far and what the state costs learnt; restored, the first
+  // finishes replay those factors instead of measuring (a resumed run's done ops measure nothing)
+  void save(StateBag& b) const override;
+  void restore(const StateBag& b) override;
 
  private:
   const Schedule& s_;
@@ -49,6 +53,11 @@ class CoupledTimeline final : public OpSource {
   OpTiming timing_;
   DelayMoments moments_;
   std::shared_ptr<const SimResult> result_;
+  // [op finished, in order] the coupling factor it got: 8 bytes per op in memory and in every
+  // checkpoint (3 ops per block update at most; counted by the resource estimate)
+  std::vector<double> factors_;
+  std::vector<double> replay_;   // a checkpoint's factors, handed out first
+  size_t replayed_ = 0;
 };
 
 }  // namespace stale

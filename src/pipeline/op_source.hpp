@@ -38,6 +38,12 @@ class OpSource {
   // after the run: the timeline made along it (null for a precomputed order: the plan's
   // simulation is the timeline)
   virtual std::shared_ptr<const SimResult> timeline() = 0;
+  // what a checkpoint must hold of the source itself beyond the order of the ops done (a coupled
+  // timeline: the durations it gave, which followed the run's state); restore() comes before the
+  // done ops are handed out again, which then replay those durations. A precomputed order holds
+  // nothing
+  virtual void save(StateBag&) const {}
+  virtual void restore(const StateBag&) {}
 };
 
 // the serial order (start, device, position in the device's program) of a finished

@@ -82,4 +82,19 @@ double StateCosts::frozen_factor(int block, int batch) const {
   return 1.0;
 }
 
+void StateCosts::save(StateBag& b) const {
+  b.put_doubles("coupling_first_norm", first_norm_);
+  b.put_doubles("coupling_last_factor", last_factor_);
+}
+
+void StateCosts::restore(const StateBag& b) {
+  const auto& first = b.get_doubles("coupling_first_norm");
+  const auto& last = b.get_doubles("coupling_last_factor");
+  if (first.size() != first_norm_.size() || last.size() != last_factor_.size())
+    throw UserError("checkpoint: the coupled costs' state has " + std::to_string(first.size()) + " blocks, the run " +
+                    std::to_string(first_norm_.size()));
+  first_norm_ = first;
+  last_factor_ = last;
+}
+
 }  // namespace stale

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/state_bag.hpp"
 #include "src/core/types.hpp"
 
 namespace stale {
@@ -53,6 +54,9 @@ class StateCosts {
   // the factor of an op whose state is not measured (ops the run did not reach: the
   // timeline's drain): the block's latest gradient or weight factor, the batch's data factor
   double frozen_factor(int block, int batch) const;
+  // what factor() has learnt from the run (first gradient norms, latest factors), for a checkpoint
+  void save(StateBag& b) const;
+  void restore(const StateBag& b);
 
  private:
   double clamp(double f) const;

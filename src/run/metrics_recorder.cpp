@@ -153,6 +153,9 @@ void MetricsRecorder::save(StateBag& m) const {
   m.put_ints("counters", {k_, last_logged_, logged_rows_, current_fresh_ ? 1 : 0});
   m.put_doubles("sums", {G_, grad_sq_sum_, current_gns_, current_loss_, start_value_, delta0_});
   m.put("wall", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count());
+  // the largest delay read so far: δ of the bound where the plan could not know it (a coupled
+  // timeline); a checkpoint without it (older, or never needed) restores 0
+  m.put("delta_seen", delta_seen_);
   const UpdateEvent& e = last_event_;
   m.put_ints("event_ints", {e.k, e.stage, e.batch});
   m.put_doubles("event", {e.grad_norm, e.stale_dist, e.time, e.batch_loss});
@@ -181,6 +184,7 @@ void MetricsRecorder::restore(const StateBag& m) {
     throw UserError("checkpoint: the metrics state has the wrong shape");
   k_ = c[0], last_logged_ = c[1], logged_rows_ = c[2], current_fresh_ = c[3] != 0;
   G_ = s[0], grad_sq_sum_ = s[1], current_gns_ = s[2], current_loss_ = s[3], start_value_ = s[4], delta0_ = s[5];
+  delta_seen_ = m.has("delta_seen") ? m.get_ints("delta_seen").at(0) : 0;
   last_event_ = UpdateEvent{};
   last_event_.k = ei[0], last_event_.stage = static_cast<int>(ei[1]), last_event_.batch = static_cast<int>(ei[2]);
   last_event_.grad_norm = ed[0], last_event_.stale_dist = ed[1], last_event_.time = ed[2], last_event_.batch_loss = ed[3];

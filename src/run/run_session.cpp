@@ -91,12 +91,6 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
                       " now); a checkpoint continues only on its own shape, even with force: resume with what it "
                       "started on, or rerun from the start");
   }
-  // said before anything runs: a killed run of this kind loses everything, a stopped one cannot go on
-  if (!plan.no_checkpoints.empty())
-    std::fprintf(stderr,
-                 "warning: %s: this run writes no checkpoints (%s): stopped or killed, it cannot continue and "
-                 "starts again from k = 0\n",
-                 res_.path.c_str(), plan.no_checkpoints.c_str());
   auto file = std::make_unique<RunFile>(res_.path, f_->dim(), f_->stages(), keeps_delay_table(cfg, *f_, plan),
                                         log_params_.flush_seconds);
   RunFile& run_file = *file;
@@ -232,9 +226,7 @@ RunResult RunSession::finish(const RunReport& report, const Vec& w) {
       res_.message = "stopped by " + std::string(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "request") +
                      " at k = " + std::to_string(res_.updates);
       if (!res_.path.empty()) {
-        res_.message += plan_.no_checkpoints.empty()
-                            ? "; continue with: stale run --resume " + res_.path + ".partial"
-                            : "; it kept no checkpoint (" + plan_.no_checkpoints + "): rerun it with --force";
+        res_.message += "; continue with: stale run --resume " + res_.path + ".partial";
         res_.path += ".partial";
       }
       res_.delta = plan_.bound_delay(obs_->metrics().delta_seen());

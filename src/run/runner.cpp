@@ -225,10 +225,6 @@ RunResult run_experiment(const Config& given_cfg, const std::string& out_path, c
     auto method = make_method(cfg, *f);
     // the one plan every consumer reads; planning errors surface before the run file exists
     const RunPlan plan = method->plan(*f);
-    if (resuming && !plan.no_checkpoints.empty())
-      throw UserError(partial.path + ": this run kept no checkpoint (" + plan.no_checkpoints +
-                      "): it cannot continue; rerun it with --force (a requeued job that resumes it would start "
-                      "over every time)");
     ResumeFrom from;
     if (resuming) {
       from.partial = &partial;
