@@ -32,8 +32,10 @@ def stopped(stale, cfg, out, sig, after):
     """the run stopped by `sig` `after` seconds past its first flush; its .partial"""
     p = subprocess.Popen([stale, "run", cfg, "--out", out, "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
-    deadline = time.time() + 60
-    while not os.path.exists(out + ".partial") and p.poll() is None and time.time() < deadline:
+    # past its first checkpoint (a slow build, ASan, takes longer to write one), then a while more
+    deadline = time.time() + 120
+    while (not os.path.exists(out + ".partial") or not checkpoint_k(out + ".partial")) and p.poll() is None \
+            and time.time() < deadline:
         time.sleep(0.005)
     time.sleep(after)
     if p.poll() is not None:
@@ -62,7 +64,7 @@ def main():
                 fail(f"{coupling}: the uninterrupted run: {r.stderr!r}")
             for sig in (signal.SIGINT, signal.SIGKILL):
                 out = os.path.join(tmp, f"{coupling}_{sig.name}.h5")
-                partial = stopped(stale, cfg, out, sig, 0.4)
+                partial = stopped(stale, cfg, out, sig, 0.2)
                 k = checkpoint_k(partial)
                 if not k:
                     fail(f"{coupling}, {sig.name}: the .partial holds no checkpoint")
