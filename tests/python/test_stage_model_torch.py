@@ -158,7 +158,8 @@ def test_float32_mlp_runs_and_its_val_loss_is_logged():
     # the description says what computed the run: torch's version, the dtype, the kernels' instruction set
     assert r.status == "ok" and r.objective["description"] == (
         f"python model mlp: tanh MLP [torch {torch.__version__}, float32 on cpu, "
-        f"{torch.backends.cpu.get_cpu_capability()} kernels" + (f", MKL_CBWR={os.environ['MKL_CBWR']}" if os.environ.get("MKL_CBWR") else "") + "]")
+        f"{torch.backends.cpu.get_cpu_capability()} kernels" + (f", MKL_CBWR={os.environ['MKL_CBWR']}" if os.environ.get("MKL_CBWR") else "")
+        + ", 1 intra-op thread]")
     v = r.series("val_loss")
     assert np.all(np.isfinite(v)) and v[-1] < v[0]
 
