@@ -123,6 +123,32 @@ def check_partial(path):
     return None
 
 
+def one_line_error(r, *needles, code=2, case=""):
+    """r ended with exit `code` and exactly one line on stderr, "error: …", holding every needle;
+    its line. `case` names the check in the failure message."""
+    where = f"{case}: " if case else ""
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    if r.returncode != code or len(lines) != 1 or not lines[0].startswith("error: "):
+        fail(f"{where}expected one error line and exit {code}, got exit {r.returncode}: {r.stderr!r}")
+    for n in needles:
+        if n not in lines[0]:
+            fail(f"{where}error line lacks {n!r}: {lines[0]}")
+    return lines[0]
+
+
+def start(stale, *args):
+    return subprocess.Popen([stale, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(path, p, timeout=30):
+    """until `path` exists (or the process p ended, or timeout seconds); fails if it never did"""
+    deadline = time.time() + timeout
+    while not os.path.exists(path) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    if not os.path.exists(path):
+        fail(f"{path} did not appear (exit {p.poll()})")
+
+
 def run(stale, *args, **kw):
     return subprocess.run([stale, *args], capture_output=True, text=True, **kw)
 

@@ -19,32 +19,19 @@ import hashlib
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kill_and_resume import config, fail, run  # noqa: E402
-
-
-def one_line(r, case, *needles):
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("error: "):
-        fail(f"{case}: expected one error line and exit 2, got exit {r.returncode}: {r.stderr!r}")
-    for n in needles:
-        if n not in lines[0]:
-            fail(f"{case}: the error line lacks {n!r}: {lines[0]}")
+from kill_and_resume import config, fail, one_line_error, run, start, wait_for  # noqa: E402
 
 
 def truncated(stale, tmp):
     cfg = config(tmp, "rpd", 2_000_000)
     out = os.path.join(tmp, "cut.h5")
-    p = subprocess.Popen([stale, "run", cfg, "--out", out, "--quiet", "log.flush_seconds=0.05"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not os.path.exists(out + ".partial") and p.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
+    p = start(stale, "run", cfg, "--out", out, "--quiet", "log.flush_seconds=0.05")
+    wait_for(out + ".partial", p, timeout=60)
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
     p.communicate(timeout=60)
@@ -57,7 +44,7 @@ def truncated(stale, tmp):
             f.truncate(int(size * frac))
         before = hashlib.sha256(open(cut, "rb").read()).hexdigest()
         r = run(stale, "run", "--resume", cut, "--quiet", timeout=60)
-        one_line(r, f"a .partial cut at {frac:.1%} of {size} bytes", cut, "damaged")
+        one_line_error(r, cut, "damaged", case=f"a .partial cut at {frac:.1%} of {size} bytes")
         if hashlib.sha256(open(cut, "rb").read()).hexdigest() != before:
             fail(f"the .partial cut at {frac:.1%} was changed by the refused resume")
     print(f"a .partial truncated at 8 points of its {size} bytes: 'damaged' in one line, the file kept")
@@ -67,7 +54,7 @@ def trace_folder(stale, tmp):
     d = os.path.join(tmp, "DIR")
     os.makedirs(d)
     r = run(stale, "schedule", "pipedream", "--stages", "4", "--microbatches", "8", "--trace", d)
-    one_line(r, "--trace naming a folder", d, "is a directory")
+    one_line_error(r, d, "is a directory", case="--trace naming a folder")
     if os.path.exists(d + ".partial"):
         fail("--trace naming a folder left DIR.partial behind")
     print("--trace naming a folder: one line, nothing left behind")
@@ -98,7 +85,7 @@ def leftover_beside_finished(stale, tmp):
         fail("the finished run")
     shutil.copyfile(os.path.join(tmp, "cut.h5.partial"), out + ".partial")  # truncated() left it, interrupted
     r = run(stale, "run", cfg, "--out", out, "--quiet")
-    one_line(r, "a rerun beside a leftover .partial", out + ".partial", "leftover checkpoint", "--force")
+    one_line_error(r, out + ".partial", "leftover checkpoint", "--force", case="a rerun beside a leftover .partial")
     if "stale run --resume" in r.stderr:
         fail(f"the advice points at a resume that refuses: {r.stderr!r}")
     print("a leftover .partial beside a finished run: one line, no --resume advised")

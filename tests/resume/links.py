@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kill_and_resume import config, fail, run  # noqa: E402
+from kill_and_resume import config, fail, one_line_error, run  # noqa: E402
 
 VICTIM_TEXT = b"someone's notes: not stale's to touch\n" * 50
 
@@ -50,15 +49,6 @@ def untouched(path, case):
              f"(starts {data[:40]!r})")
 
 
-def one_line(r, case, *needles):
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("error: "):
-        fail(f"{case}: expected one error line and exit 2, got exit {r.returncode}: {r.stderr!r}")
-    for n in needles:
-        if n not in lines[0]:
-            fail(f"{case}: the error line lacks {n!r}: {lines[0]}")
-
-
 def lock_links(stale, tmp):
     cfg = config(tmp, "pipedream", 300)
     out = os.path.join(tmp, "a.h5")
@@ -66,7 +56,7 @@ def lock_links(stale, tmp):
     os.symlink(v, out + ".lock")
     r = run(stale, "run", cfg, "--out", out, "--quiet")
     untouched(v, "a symbolic link at OUT.lock")
-    one_line(r, "a symbolic link at OUT.lock", out + ".lock", "symbolic link")
+    one_line_error(r, out + ".lock", "symbolic link", case="a symbolic link at OUT.lock")
     if os.path.exists(out) or os.path.exists(out + ".partial"):
         fail("a refused run left a run file")
     os.unlink(out + ".lock")
@@ -74,7 +64,7 @@ def lock_links(stale, tmp):
     os.link(v, out + ".lock")
     r = run(stale, "run", cfg, "--out", out, "--quiet")
     untouched(v, "a hard link at OUT.lock")
-    one_line(r, "a hard link at OUT.lock", out + ".lock", "hard links")
+    one_line_error(r, out + ".lock", "hard links", case="a hard link at OUT.lock")
     os.unlink(out + ".lock")
     print("OUT.lock as a symbolic or hard link: refused in one line, the target untouched")
 
@@ -87,7 +77,7 @@ def lock_links(stale, tmp):
     os.symlink(v, os.path.join(d, ".sweep.lock"))
     r = run(stale, "sweep", sweep, "--out", d, "--quiet")
     untouched(v, "a symbolic link at .sweep.lock")
-    one_line(r, "a symbolic link at .sweep.lock", ".sweep.lock", "symbolic link")
+    one_line_error(r, ".sweep.lock", "symbolic link", case="a symbolic link at .sweep.lock")
     print(".sweep.lock as a symbolic link: refused in one line, the target untouched")
 
 
@@ -101,7 +91,7 @@ def partial_links(stale, tmp):
             # an existing .partial that is no run file: refused as damaged (read, never written)
             r = run(stale, "run", cfg, "--out", out, "--quiet")
             untouched(v, "a symbolic link at OUT.partial, without --force")
-            one_line(r, "a symbolic link at OUT.partial, without --force", out + ".partial", "--force")
+            one_line_error(r, out + ".partial", "--force", case="a symbolic link at OUT.partial, without --force")
         r = run(stale, "run", cfg, "--out", out, "--quiet", "--force")
         untouched(v, f"a symbolic link at OUT.partial ({kind})")
         if r.returncode != 0 or not os.path.isfile(out) or os.path.islink(out):

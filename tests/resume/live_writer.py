@@ -25,28 +25,7 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kill_and_resume import config, fail, run  # noqa: E402
-
-
-def start(stale, *args):
-    return subprocess.Popen([stale, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(path, p, timeout=30):
-    deadline = time.time() + timeout
-    while not os.path.exists(path) and p.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    if not os.path.exists(path):
-        fail(f"{path} did not appear (the writer: exit {p.poll()})")
-
-
-def one_line(r, case, *needles):
-    lines = [line for line in r.stderr.splitlines() if line.strip()]
-    if r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("error: "):
-        fail(f"{case}: expected one error line and exit 2, got exit {r.returncode}: {r.stderr!r}")
-    for n in needles:
-        if n not in lines[0]:
-            fail(f"{case}: the error line lacks {n!r}: {lines[0]}")
+from kill_and_resume import config, fail, one_line_error, run, start, wait_for  # noqa: E402
 
 
 def stop(p):
@@ -71,14 +50,14 @@ def live_writer(stale, tmp):
             r = run(stale, "run", cfg, "--out", out, "--quiet", "--force", timeout=20)
         except subprocess.TimeoutExpired:
             fail("--force over a live writer's .partial started a second writer (still running after 20 s)")
-        one_line(r, "--force over a live writer's .partial", out + ".partial", f"process {p.pid}")
+        one_line_error(r, out + ".partial", f"process {p.pid}", case="--force over a live writer's .partial")
         if p.poll() is not None or not os.path.exists(out + ".partial"):
             fail("the live writer or its .partial is gone after the refused --force")
         try:
             r = run(stale, "run", "--resume", out + ".partial", "--quiet", timeout=20)
         except subprocess.TimeoutExpired:
             fail("--resume of a live writer's .partial started a second writer (still running after 20 s)")
-        one_line(r, "--resume of a live writer's .partial", f"process {p.pid}")
+        one_line_error(r, f"process {p.pid}", case="--resume of a live writer's .partial")
     finally:
         stop(p)
     print("a live writer whose lock file was deleted: --force and --resume refused in one line, its file kept")

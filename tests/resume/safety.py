@@ -38,29 +38,7 @@ import time
 import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kill_and_resume import config, fail, run, same_file  # noqa: E402
-
-
-def one_line_error(r, *needles, code=2):
-    lines = [l for l in r.stderr.splitlines() if l.strip()]
-    if r.returncode != code or len(lines) != 1 or not lines[0].startswith("error: "):
-        fail(f"expected one error line and exit {code}, got exit {r.returncode}: {r.stderr!r}")
-    for n in needles:
-        if n not in lines[0]:
-            fail(f"error line lacks {n!r}: {lines[0]}")
-    return lines[0]
-
-
-def start(stale, *args):
-    return subprocess.Popen([stale, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def wait_for(path, p, timeout=30):
-    deadline = time.time() + timeout
-    while not os.path.exists(path) and p.poll() is None and time.time() < deadline:
-        time.sleep(0.005)
-    if not os.path.exists(path):
-        fail(f"{path} did not appear (exit {p.poll()})")
+from kill_and_resume import config, fail, one_line_error, run, same_file, start, wait_for  # noqa: E402
 
 
 def interrupted(stale, cfg, out):
