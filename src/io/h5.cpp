@@ -330,10 +330,7 @@ Handle& Handle::operator=(Handle&& o) noexcept {
   }
   return *this;
 }
-Handle::~Handle() {
-  const Lock lock;
-  if (id_ >= 0 && closer_) closer_(id_);
-}
+Handle::~Handle() { close(); }  // a failure is not reported here: close_checked is the one that says
 void close_checked(Handle& h, const std::string& what) {
   const Lock lock;
   if (h.close() < 0) fail("close " + what);
@@ -377,20 +374,20 @@ void no_cleanup_at_exit() {
 }
 
 namespace {
-// H5F_ACC_TRUNC would open an existing name and truncate what it names, through a link that
-// someone put at it too: the name is cleared and the file created exclusively
-// (src/core/new_file.hpp)
-void clear_for_create(const std::string& path) {
+// A new file at `path`, replacing what is there. H5F_ACC_TRUNC would open an existing name and
+// truncate what it names, through a link that someone put at it too: the name is cleared and the
+// file created exclusively (src/core/new_file.hpp)
+Handle create_new(const std::string& path, hid_t fcpl, hid_t fapl) {
   if (!clear_for_new_file(path))
     throw UserError(path + ": cannot replace what is there (" + std::strerror(errno) + ")");
+  return Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl, fapl), H5Fclose, "create file " + path);
 }
 }  // namespace
 
 Handle create_file(const std::string& path) {
   const Lock lock;
-  clear_for_create(path);
   Handle fcpl = compact_file_creation();
-  return Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.id(), H5P_DEFAULT), H5Fclose, "create file " + path);
+  return create_new(path, fcpl.id(), H5P_DEFAULT);
 }
 namespace {
 Handle latest_format_access() {
@@ -403,8 +400,7 @@ Handle create_file_swmr_capable(const std::string& path) {
   const Lock lock;
   Handle fapl = latest_format_access();
   Handle fcpl = compact_file_creation();
-  clear_for_create(path);
-  return Handle(H5Fcreate(path.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), H5Fclose, "create file " + path);
+  return create_new(path, fcpl.id(), fapl.id());
 }
 Handle open_file_rdwr(const std::string& path, bool swmr) {
   const Lock lock;
@@ -477,8 +473,7 @@ void copy_compact(const std::string& from, const std::string& to, const std::vec
     Handle fapl = latest_format_access();
     ok(H5Pset_fapl_core(fapl.id(), 1 << 20, 1), "H5Pset_fapl_core");  // 1 MiB steps, written to `to`
     Handle fcpl = compact_file_creation();
-    clear_for_create(to);
-    return Handle(H5Fcreate(to.c_str(), H5F_ACC_EXCL, fcpl.id(), fapl.id()), H5Fclose, "create file " + to);
+    return create_new(to, fcpl.id(), fapl.id());
   }();
   std::vector<std::string> names;
   auto collect = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {

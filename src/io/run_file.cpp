@@ -208,10 +208,14 @@ struct RunFile::Impl {
   // file gets its finished (or interrupted) name only once it is known to be readable. A close
   // that failed (a full disk: HDF5 could not write its last metadata) left a file that no one
   // can open ("file is already open for write"), which a rename would have called done.
-  void close_verified(const std::string& path) {
+  // close(), the file's own close last and checked (DiskFull when HDF5 could not write what it held)
+  void close_checked(const std::string& what) {
     h5::Handle f = std::move(file);
     close();
-    h5::close_checked(f, path + " (the run file is not finished)");
+    h5::close_checked(f, what);
+  }
+  void close_verified(const std::string& path) {
+    close_checked(path + " (the run file is not finished)");
     if (!run_file_opens(path))
       throw UserError(path + ": the run file cannot be read back after closing (is the disk full?); it is not finished");
   }
@@ -262,11 +266,7 @@ void RunFile::start_streaming() {
   I.create_growable();
   // checked: a close that could not write the file's metadata (a full disk before the first
   // flush) left a file that reopening would read as garbage
-  {
-    h5::Handle f = std::move(I.file);
-    I.close();
-    h5::close_checked(f, I.fresh);
-  }
+  I.close_checked(I.fresh);
   std::error_code ec;
   std::filesystem::rename(I.fresh, I.partial, ec);
   if (ec) throw UserError(I.partial + ": cannot rename the new run file into place (" + ec.message() + ")");
