@@ -61,8 +61,9 @@ def run(config=None, out=None, *, X=None, y=None, w_true=None, model=None, resum
     out_text, resume_text = _path_text("stale.run", "out", out), _path_text("stale.run", "resume", resume)
     # a Python model's calls all happen inside its run context (stale.torch: torch's thread count)
     with driver.running() if driver is not None else contextlib.nullcontext():
-        fields = _stale.run(path, assigns, out_text, bool(force), bool(progress),
-                            bool(drop_unread), **arrays, model=driver, resume=resume_text)
+        fields = _stale.run(path, assigns, out_text, _flag("stale.run", "force", force),
+                            _flag("stale.run", "progress", progress), _flag("stale.run", "drop_unread", drop_unread),
+                            **arrays, model=driver, resume=resume_text)
     if out is not None or resume is not None:
         return load(fields["path"])
     return Run(fields)
@@ -125,21 +126,44 @@ def _whole(call: str, name: str, v, low: int = 0, high: int = 2 ** 31 - 1) -> in
     whole = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
     if isinstance(v, (float, np.floating)):
         whole = math.isfinite(v) and float(v).is_integer()
-    if not whole:
-        raise _stale.ConfigError(f"{call}: {name} = {v!r}; give a whole number from {low} to {high}")
+    if not whole:  # the full int range: the command checks the range itself, in its own words
+        span = "" if low == -2 ** 31 else f" from {low} to {high}"
+        raise _stale.ConfigError(f"{call}: {name} = {v!r}; give a whole number{span}")
     n = int(v)
     if not low <= n <= high:
         raise _stale.ConfigError(f"{call}: {name} = {n}; give a whole number from {low} to {high}")
     return n
 
 
+def _real(call: str, name: str, v, positive: bool = False) -> float:
+    """a real argument: a finite int/float/numpy real (positive when asked); strings, complex
+    numbers, NaN and infinities are a one-line ConfigError instead of a TypeError or a silent cast"""
+    ok = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+    x = float(v) if ok else math.nan
+    if not ok or not math.isfinite(x) or (positive and x <= 0):
+        raise _stale.ConfigError(f"{call}: {name} = {v!r}; give a finite"
+                                 f"{' positive' if positive else ''} real number")
+    return x
+
+
 def _path_text(call: str, name: str, v) -> str:
-    """a path argument as text ("" for None); bytes and other types are a one-line ConfigError"""
+    """a path argument as text ("" for None); bytes, other types and an empty path are a one-line
+    ConfigError (out="" read as no path, and the run's file was then looked up and not found)"""
     if v is None:
         return ""
     if not isinstance(v, (str, os.PathLike)) or isinstance(os.fspath(v), bytes):
         raise _stale.ConfigError(f"{call}: {name} = {v!r}; give a path as a str or os.PathLike (not {type(v).__name__})")
+    if not os.fspath(v):
+        raise _stale.ConfigError(f"{call}: {name} = ''; give a file path, or leave {name} out")
     return os.fspath(v)
+
+
+def _flag(call: str, name: str, v) -> bool:
+    """a yes/no argument: a bool, numpy's bool or 0/1; anything else (an array, whose truth is
+    ambiguous, a string such as "false") is a one-line ConfigError rather than bool(v)"""
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+        return bool(v)
+    raise _stale.ConfigError(f"{call}: {name} = {v!r}; give True or False")
 
 
 def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0, replicas: int = 0,
@@ -154,14 +178,14 @@ def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0
     settings = []
     for k, v in costs.items():
         if isinstance(v, (list, tuple, np.ndarray)):
-            v = ",".join(repr(float(x)) for x in v)
+            v = ",".join(repr(_real("stale.schedule", k, x)) for x in v)  # per stage: real numbers, one each
         settings.append(f"{k}={v}")
     w = lambda key, v, low=0: _whole("stale.schedule", key, v, low)  # noqa: E731
     fields = _stale.schedule(name, w("stages", stages, 1), w("microbatches", microbatches, 1), w("accumulation", accumulation),
                              w("replicas", replicas), w("local_steps", local_steps), w("chunks", chunks), settings,
                              w("steady_margin", steady_margin, -1), _path_text("stale.schedule", "out", out),
                              _path_text("stale.schedule", "trace", trace),
-                             None if delay_table is None else bool(delay_table))
+                             None if delay_table is None else _flag("stale.schedule", "delay_table", delay_table))
     return Schedule(fields)
 
 
@@ -178,17 +202,22 @@ def sweep(spec, out=None, *, jobs: int = 0, ensemble: int = 8, shard: str = "0/1
     (--shard); overrides: keys applied to every run, like [set]."""
     from .config import assignments, key_of
     extra = assignments({key_of(k): v for k, v in overrides.items()})
+    out_text = _path_text("stale.sweep", "out", out)
+    # whole numbers here; their ranges are the command's (the same line as `stale sweep --jobs`)
+    n_jobs, n_ensemble = _whole("stale.sweep", "jobs", jobs, -2 ** 31), _whole("stale.sweep", "ensemble", ensemble, -2 ** 31)
+    if not isinstance(shard, str):
+        raise _stale.ConfigError(f"stale.sweep: shard = {shard!r}; give it as text \"i/N\", e.g. \"0/4\"")
     if isinstance(spec, dict):
         if out is None:
             raise _stale.ConfigError("stale.sweep: a sweep given as a dict needs out= (the sweep folder)")
-        os.makedirs(out, exist_ok=True)
-        path = os.path.join(os.fspath(out), "sweep.toml")
+        os.makedirs(out_text, exist_ok=True)
+        path = os.path.join(out_text, "sweep.toml")
         with open(path, "w") as f:
-            f.write(sweep_toml(spec, os.fspath(out)))
+            f.write(sweep_toml(spec, out_text))
     else:
-        path = os.fspath(spec)
-    summary = _stale.sweep(path, extra, os.fspath(out) if out is not None else "", int(jobs), int(ensemble), str(shard),
-                           bool(progress), False)
+        path = _path_text("stale.sweep", "spec", spec)
+    summary = _stale.sweep(path, extra, out_text, n_jobs, n_ensemble, shard, _flag("stale.sweep", "progress", progress),
+                           False)
     index = load_sweep(os.path.dirname(summary["index_csv"]) or ".")
     index.attrs["summary"] = {k: summary[k] for k in ("total", "ran", "skipped", "failed")}
     return index
@@ -202,8 +231,13 @@ def stability(config=None, lr=None, *, order: str = "expected", solver: str = "a
     ρ ≤ 1). Returns a dict: L, mu, state_dim, period, pattern, solver, lr, rho, rho_per_update,
     converged, gamma_max, gamma_max_L, rho_below, rho_above, evaluations."""
     path, text, assigns = resolve(config, overrides)
-    lrs = [] if lr is None else [float(x) for x in np.atleast_1d(lr)]
-    return _stale.stability(path, text, assigns, lrs, order, solver, int(dense_max), bool(gamma_max), float(rel_tol))
+    lrs = [] if lr is None else [_real("stale.stability", "lr", x, positive=True)
+                                  for x in (lr if isinstance(lr, (list, tuple, np.ndarray)) else [lr])]
+    for name, v in (("order", order), ("solver", solver)):
+        if not isinstance(v, str):
+            raise _stale.ConfigError(f"stale.stability: {name} = {v!r}; give it as text (see `stale stability --help`)")
+    return _stale.stability(path, text, assigns, lrs, order, solver, _whole("stale.stability", "dense_max", dense_max, 1),
+                            _flag("stale.stability", "gamma_max", gamma_max), _real("stale.stability", "rel_tol", rel_tol, positive=True))
 
 
 def objective(config=None, **overrides) -> dict:

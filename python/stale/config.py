@@ -9,8 +9,9 @@ import os
 from stale_analysis.runs import flatten  # nested sections → dotted keys, as the run files' readers do
 
 
-def toml_value(v) -> str:
-    """A Python value as TOML text (what `stale run ... key=value` parses)."""
+def toml_value(v, key: str = "") -> str:
+    """A Python value as TOML text (what `stale run ... key=value` parses); another type (bytes,
+    complex, a dict inside a list) is a one-line ConfigError naming the key"""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -25,11 +26,12 @@ def toml_value(v) -> str:
     if isinstance(v, (str, os.PathLike)):
         return json.dumps(os.fspath(v))  # a TOML basic string
     if hasattr(v, "item") and not hasattr(v, "__len__"):  # numpy scalars
-        return toml_value(v.item())
+        return toml_value(v.item(), key)
     if isinstance(v, (list, tuple)) or hasattr(v, "tolist"):
         items = v.tolist() if hasattr(v, "tolist") else v
-        return "[" + ", ".join(toml_value(x) for x in items) + "]"
-    raise TypeError(f"config value {v!r} of type {type(v).__name__}: use a number, bool, string or list")
+        return "[" + ", ".join(toml_value(x, key) for x in items) + "]"
+    from ._stale import ConfigError
+    raise ConfigError(f"config: {key or 'a value'} = {v!r} is of type {type(v).__name__}; use a number, bool, string or list")
 
 
 def key_of(name: str) -> str:
@@ -56,7 +58,7 @@ def _flat_once(node: dict, prefix: str = "", out: dict | None = None) -> dict:
 
 def assignments(values: dict) -> list[str]:
     """"key=value" for each key; "~key" (unset: the key's default) for a value of None"""
-    return [f"~{k}" if v is None else f"{k}={toml_value(v)}" for k, v in _flat_once(values).items()]
+    return [f"~{k}" if v is None else f"{k}={toml_value(v, k)}" for k, v in _flat_once(values).items()]
 
 
 def resolve(config, overrides: dict) -> tuple[str, str, list[str]]:
@@ -69,7 +71,8 @@ def resolve(config, overrides: dict) -> tuple[str, str, list[str]]:
         return "", "", assignments(config) + extra
     if isinstance(config, (str, os.PathLike)):
         return os.fspath(config), "", extra
-    raise TypeError(f"config must be a TOML path or a dict, not {type(config).__name__}")
+    from ._stale import ConfigError
+    raise ConfigError(f"config = {config!r:.60}: give a TOML path (str or os.PathLike) or a dict, not {type(config).__name__}")
 
 
 def sweep_toml(spec: dict, base_dir: str) -> str:

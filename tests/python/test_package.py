@@ -486,6 +486,28 @@ def test_bad_python_arguments_are_one_line_errors_and_numpy_scalars_are_numbers(
     np.testing.assert_array_equal(a.metrics["loss"], b.metrics["loss"])
 
 
+def test_sweep_and_stability_arguments_are_checked_like_schedules(tmp_path):
+    """issue 54 (low), the twins of the test above: stale.sweep took jobs=2.5 as 2, a bytes out=
+    and shard=3 reached the C++ side as a signature dump; stale.stability cast lr="a" and complex
+    step sizes with float() (a TypeError, or the imaginary part dropped). Each is a one-line
+    ConfigError naming the argument; nothing is written."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'base = "{QUICK}"\n[grid]\nseed = [0]\n')
+    for kw, what in (({"jobs": 2.5}, "jobs = 2.5"), ({"jobs": "2"}, "jobs = '2'"), ({"ensemble": 2 ** 40}, "ensemble = 1099511627776"),
+                     ({"shard": 3}, "shard = 3"), ({"out": b"sw"}, "out = b'sw'")):
+        with pytest.raises(stale.ConfigError, match=re.escape(what)) as e:
+            stale.sweep(spec, **{"out": tmp_path / "sw", **kw})
+        assert "\n" not in str(e.value)
+    assert not (tmp_path / "sw").exists()
+    for kw, what in (({"lr": "a"}, "lr = 'a'"), ({"lr": [0.1, 1j]}, "lr = 1j"), ({"lr": float("inf")}, "lr = inf"),
+                     ({"lr": -0.1}, "lr = -0.1"), ({"dense_max": 2.5}, "dense_max = 2.5"), ({"order": 3}, "order = 3"),
+                     ({"rel_tol": 0}, "rel_tol = 0")):
+        with pytest.raises(stale.ConfigError, match=re.escape(what)) as e:
+            stale.stability(QUICK, delay__name="constant", **kw)
+        assert "\n" not in str(e.value)
+    assert stale.stability(QUICK, lr=np.float64(0.05), gamma_max=False, delay__name="constant")["rho"][0] > 0
+
+
 def test_a_key_in_two_spellings_complex_data_and_impossible_constants_are_one_line_errors():
     """issue 54 (low): {"method.lr": …, "method": {"lr": …}} resolved by the dict's order, complex X
     lost its imaginary part with only numpy's warning, and constants() were taken as given"""
