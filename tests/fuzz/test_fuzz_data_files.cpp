@@ -2,7 +2,7 @@
 // harness gets mutations of real, valid files of its kind — the CSV, .npy pair, .npz and HDF5
 // data sets of objective.generator = "file", the character LM's text corpus, a delay table
 // stored in HDF5 (a run or schedule file's /delays), a run's .partial continued by --resume
-// (and --continue, the sweep's rule: the same reader), and the finished run file a sweep's
+// (and --continue, the sweep's rule: the same reader; a coupled-cost run's checkpoint among them), and the finished run file a sweep's
 // index reads back (--index-only). The text readers of the first fuzz suite (LIBSVM, the
 // delay-table CSV, configs, sweep files) are in test_fuzz.cpp.
 //
@@ -189,8 +189,10 @@ fs::path edited_copy(const fs::path& from, const fs::path& to, const std::functi
 TEST_CASE("FuzzCsvDataFileReader") {
   setenv("STALE_MEMORY_LIMIT", "64M", 1);
   const fs::path dir = test::temp_dir("fuzz-csv");
+  // good_bom.csv: Excel's byte-order mark before the label column (issue 54)
   std::vector<std::string> seeds = {slurp(kFixtures / "good.csv"), slurp(kFixtures / "bad_field.csv"),
-                                    "label,x1,x2\n1,0.5,2\n0,1e-3,-4\n1,\"3\",7.25\n\n0, 1 ,2\r\n"};
+                                    "label,x1,x2\n1,0.5,2\n0,1e-3,-4\n1,\"3\",7.25\n\n0, 1 ,2\r\n",
+                                    slurp(kFixtures / "good_bom.csv")};
   TextMutator m(seed_for("csv data"), seeds);
   const fs::path input = dir / "input.csv";
   run_inputs("csv data", inputs(300), input, dir, [&] { return m.next(); },
@@ -244,7 +246,8 @@ TEST_CASE("FuzzNpzDataFileReader") {
   const fs::path dir = test::temp_dir("fuzz-npz");
   std::vector<std::string> seeds;
   std::vector<uint64_t> sizes = {6, 3};
-  for (const char* f : {"good.npz", "bad_labels.npz", "bad_compressed.npz"}) {
+  // bad_huge.npz: finite values whose squares overflow (issue 54), refused at load
+  for (const char* f : {"good.npz", "bad_labels.npz", "bad_compressed.npz", "bad_huge.npz"}) {
     seeds.push_back(slurp(kFixtures / f));
     for (uint64_t v : zip_sizes(seeds.back())) sizes.push_back(v);
   }
@@ -337,7 +340,11 @@ TEST_CASE("FuzzResumeOfAPartialRunFile") {
   // an rpd run keeping its delay table, and a schedule method's (its own checkpoint state)
   const RunSeeds rpd = make_run_seeds(dir, "rpd", "delay.name=uniform delay.max=9");
   const RunSeeds pipedream = make_run_seeds(dir, "pipedream", "method.name=pipedream");
-  std::vector<fs::path> files = {rpd.partial, pipedream.partial};
+  // a run with state-coupled op costs (issue 54): its checkpoint holds the coupled timeline's
+  // factors and the state costs' history, read back on resume
+  const RunSeeds coupled =
+      make_run_seeds(dir, "coupled", "method.name=pipedream costs.coupling=gradient costs.coupling_scale=1.0 costs.jitter=0.1");
+  std::vector<fs::path> files = {rpd.partial, pipedream.partial, coupled.partial};
   // the checkpoint slot and the index that names its length say 2^40 bytes: the reader must
   // not allocate them (nothing is stored past the slot's real bytes)
   files.push_back(edited_copy(rpd.partial, dir / "huge_slot.h5.partial", [](hid_t f) {
