@@ -27,6 +27,7 @@ DERIVED = {
     "1": {"10", "100"},
     "2": {"80"},
     "3": {"2.5"},  # decades of K: log10(10⁵/300)
+    "5b": {"4.6"},  # percent above G: the ratio 1.046
 }
 
 
