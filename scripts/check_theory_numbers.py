@@ -27,6 +27,7 @@ DERIVED = {
     "1": {"10", "100"},
     "2": {"80"},
     "3": {"2.5"},  # decades of K: log10(10⁵/300)
+    "12": {"0.031"},  # the sign test's 1/32
     "5b": {"4.6"},  # percent above G: the ratio 1.046
     "23": {"2.9", "3.2"},  # γ_max·L·S: the predicted γ_max·L times S, S = 3 … 16
 }
