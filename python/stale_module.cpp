@@ -41,6 +41,7 @@
 #include "src/io/h5.hpp"
 #include "src/io/metrics_schema.hpp"
 #include "src/io/schedule_file.hpp"
+#include "src/io/theory_record.hpp"
 #include "src/pipeline/cost_model.hpp"
 #include "src/pipeline/schedule.hpp"
 #include "src/pipeline/simulator.hpp"
@@ -127,40 +128,12 @@ nb::dict metrics_dict(const std::vector<MetricsRow>& rows) {
   return m;
 }
 
+// the run file's /theory record itself (src/io/theory_record.hpp), so .theory has the same keys
+// and values in memory as read back from a file
 nb::dict theory_dict(const TheoryConstants& t) {
   nb::dict d;
-  d["L"] = t.L;
-  d["L_exact"] = t.L_exact;
-  d["L_source"] = t.L_source;  // as the run file's /theory (src/io/run_file.cpp)
-  d["bound_uses_estimated_L"] = t.L_estimated();
-  if (!t.L_estimate_method.empty()) {
-    d["L_estimate"] = t.L_estimate;
-    d["L_estimate_method"] = t.L_estimate_method;
-    d["L_estimate_secant"] = t.L_estimate_secant;
-    d["L_estimate_power"] = t.L_estimate_power;
-    d["L_estimate_pairs"] = t.L_estimate_pairs;
-    d["L_estimate_hvps"] = t.L_estimate_hvps;
-    d["L_estimate_seconds"] = t.L_estimate_seconds;
-  }
-  d["exact_mean"] = t.exact_mean;
-  if (std::isfinite(t.f_low)) d["f_low"] = t.f_low;
-  d["mu"] = t.mu;
-  d["f_star"] = t.f_star;
-  d["f_star_method"] = t.f_star_method;
-  d["f_star_is_lower_bound"] = t.f_star_is_lower_bound;
-  d["delta"] = t.delta;
-  d["delay_model"] = t.delay_model;
-  for (const auto& [name, value] : t.delay_attributes) d[name.c_str()] = value;
-  d["delta_steady"] = t.delta_steady;
-  d["delay_mean_steady"] = t.delay_mean_steady;
-  d["G"] = t.G;
-  d["lr"] = t.lr;
-  d["Delta0"] = t.delta0;
-  d["S"] = t.stages;
-  d["K"] = t.updates;
-  d["K_planned"] = t.updates_planned;
-  d["K_note"] = t.updates_note;
-  d["lr_note"] = t.lr_note;
+  for (const TheoryEntry& e : theory_record(t))
+    std::visit([&](const auto& v) { d[e.name.c_str()] = v; }, e.value);
   return d;
 }
 

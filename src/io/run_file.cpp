@@ -17,6 +17,7 @@
 #include "src/io/delay_moments_file.hpp"
 #include "src/io/h5.hpp"
 #include "src/io/schedule_file.hpp"
+#include "src/io/theory_record.hpp"
 
 namespace stale {
 
@@ -432,49 +433,8 @@ void RunFile::end_streaming(bool keep_checkpoint) {
 void RunFile::write_theory(const TheoryConstants& t) {
   end_streaming();
   auto g = h5::create_group(impl_->file.id(), "theory");
-  h5::write_attr(g.id(), "L", t.L);
-  h5::write_attr(g.id(), "L_exact", int64_t{t.L_exact});
-  // which L the bound used; an estimate says so here, in bound_uses_estimated_L, in bound_formula
-  // and on the /metrics series that contain L
-  h5::write_attr(g.id(), "L_source", t.L_source);
-  h5::write_attr(g.id(), "bound_uses_estimated_L", int64_t{t.L_estimated()});
-  if (!t.L_estimate_method.empty()) {
-    h5::write_attr(g.id(), "L_estimate", t.L_estimate);
-    h5::write_attr(g.id(), "L_estimate_method", t.L_estimate_method);
-    h5::write_attr(g.id(), "L_estimate_secant", t.L_estimate_secant);
-    h5::write_attr(g.id(), "L_estimate_power", t.L_estimate_power);
-    h5::write_attr(g.id(), "L_estimate_pairs", t.L_estimate_pairs);
-    h5::write_attr(g.id(), "L_estimate_hvps", t.L_estimate_hvps);
-    h5::write_attr(g.id(), "L_estimate_seconds", t.L_estimate_seconds);
-    h5::write_attr(g.id(), "L_estimate_note",
-                   std::string("a lower estimate of L (the largest curvature seen along this run's logged iterates; "
-                               "src/theory/smoothness_estimator.hpp), not a certified constant"));
-  }
-  h5::write_attr(g.id(), "exact_mean", int64_t{t.exact_mean});
-  if (std::isfinite(t.f_low)) h5::write_attr(g.id(), "f_low", t.f_low);  // Δ₀ = f(w₀) − f_low (f_* unknown)
-  h5::write_attr(g.id(), "mu", t.mu);
-  h5::write_attr(g.id(), "f_star", t.f_star);
-  h5::write_attr(g.id(), "f_star_method", t.f_star_method);
-  if (t.f_star_is_lower_bound) h5::write_attr(g.id(), "f_star_is_lower_bound", int64_t{1});  // as in /objective
-  h5::write_attr(g.id(), "delta", t.delta);
-  h5::write_attr(g.id(), "delay_model", t.delay_model);
-  for (const auto& [name, value] : t.delay_attributes) h5::write_attr(g.id(), name, value);
-  h5::write_attr(g.id(), "delta_steady", t.delta_steady);
-  h5::write_attr(g.id(), "delay_mean_steady", t.delay_mean_steady);
-  h5::write_attr(g.id(), "G", t.G);
-  h5::write_attr(g.id(), "lr", t.lr);
-  h5::write_attr(g.id(), "Delta0", t.delta0);
-  h5::write_attr(g.id(), "S", t.stages);
-  h5::write_attr(g.id(), "K", t.updates);
-  h5::write_attr(g.id(), "K_planned", t.updates_planned);
-  h5::write_attr(g.id(), "K_note", t.updates_note);
-  h5::write_attr(g.id(), "lr_note", t.lr_note);
-  h5::write_attr(g.id(), "lr_within_1_over_L", int64_t{t.lr_within_1_over_L()});
-  std::string formula = "2 S Delta0 / (lr K) + lr S L G^2 + lr^2 L^2 delta^2 G^2 (docs/theory.md section 3)";
-  if (t.L_estimated())
-    formula += " with L estimated along the run (L_source): a lower estimate of L, so this bound is an estimate, "
-               "not a certified bound; each row uses the estimate over the logged iterates up to it";
-  h5::write_attr(g.id(), "bound_formula", formula);
+  for (const TheoryEntry& e : theory_record(t))
+    std::visit([&](const auto& v) { h5::write_attr(g.id(), e.name, v); }, e.value);
   // the series whose values depend on L carry its source too
   for (const char* name : {"bound", "bound_stoch", "bound_stale"}) {
     const std::string path = std::string("metrics/") + name;

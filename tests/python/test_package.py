@@ -49,15 +49,12 @@ def assert_same_run(a, b):
     if a.delay_summary is not None or b.delay_summary is not None:
         for key in ("max", "mean", "updates", "table_kept"):
             np.testing.assert_array_equal(a.delay_summary[key], b.delay_summary[key], err_msg=key)
-    for key in ("L", "mu", "f_star", "delta", "delay_model", "delta_steady", "delay_mean_steady", "G", "lr", "Delta0", "S", "K", "K_planned",
-                "K_note", "lr_note", "L_source", "bound_uses_estimated_L", "exact_mean"):
-        np.testing.assert_equal(a.theory[key], b.theory[key], err_msg=key)  # f_* is NaN for the transformer
-    # the smoothness estimate, where a run made one (NaN where the other has NaN)
-    for key in ("L_estimate", "L_estimate_method", "L_estimate_secant", "L_estimate_power", "L_estimate_pairs",
-                "L_estimate_hvps", "f_low"):
-        assert (key in a.theory) == (key in b.theory), key
-        if key in a.theory:
-            np.testing.assert_equal(a.theory[key], b.theory[key], err_msg=key)
+    # one /theory record in memory and in the file (src/io/theory_record.hpp; issue 51: the two
+    # had different keys), equal key for key; the estimate's wall seconds are a timing
+    assert sorted(a.theory) == sorted(b.theory)  # HDF5 lists attributes by name
+    for key in a.theory:
+        if key != "L_estimate_seconds":
+            np.testing.assert_equal(a.theory[key], b.theory[key], err_msg=key)  # f_* is NaN for the transformer
     for key in ("name", "n", "d", "S", "L", "mu", "f_star", "batches", "description"):
         np.testing.assert_equal(a.objective[key], b.objective[key], err_msg=key)
     np.testing.assert_array_equal(a.objective["block_sizes"], b.objective["block_sizes"])
