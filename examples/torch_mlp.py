@@ -3,7 +3,7 @@
 A 4-stage MLP written in plain PyTorch, trained by PipeDream (weight stashing), PACI (no
 stashing, stage s holds S - s micro-batches) and 1F1B with a flush (mini-batch SGD) on the same
 simulated-time budget: the training loss against simulated time, one figure. Each run's file
-goes to runs/torch_mlp_<method>.h5 (metrics, delays, schedule, config). About 30 s on one core.
+goes to runs/torch_mlp_<method>.h5 (metrics, delays, schedule, config). About 15 s on one core.
 
     pip install '.[torch]'             # or: bash scripts/install_python.sh, with torch installed
     python3 examples/torch_mlp.py      # → runs/torch_mlp.png, one summary line per method

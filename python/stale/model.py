@@ -382,6 +382,11 @@ class _Driver:
         if unknown:
             _fail(self.model, f"constants() has unknown keys {sorted(unknown)}; valid: {sorted(_CONSTANT_KEYS)}")
         _check_constants(self.model, constants)
+        if "f_star" not in constants and "f_low" not in constants:
+            # the bound's Δ₀ = f(w₀) − f_low needs one of them: say so once, not "bound=nan" on every line
+            import warnings
+            warnings.warn(f"{_name(self.model)}: constants() gives neither f_star nor f_low, so the run's bound is NaN; "
+                          "give a lower bound of the loss, e.g. constants={'f_low': 0.0} for a loss ≥ 0", stacklevel=3)
         if "w_star" in constants:
             constants["w_star"] = np.ascontiguousarray(constants["w_star"], dtype=np.float64).reshape(-1)
             if constants["w_star"].size != w0.size:

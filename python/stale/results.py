@@ -63,7 +63,7 @@ class Run:
     def summary(self) -> dict:
         """The numbers of `stale run`'s summary line, from the last logged row."""
         m = self._metrics
-        return {"status": self.status, "k": int(m["k"][-1]), "subopt": float(m["subopt"][-1]),
+        return {"status": self.status, "k": int(m["k"][-1]), "subopt": float(m["subopt"][-1]), "loss": float(m["loss"][-1]),
                 "grad_norm_sq_mean": float(m["grad_norm_sq_mean"][-1]), "bound": float(m["bound"][-1]),
                 "delta": int(self.theory["delta"]) if "delta" in (self.theory or {}) else None,
                 "wall_seconds": self.wall_seconds,
@@ -82,8 +82,13 @@ class Run:
         s = self.summary
         where = f" {self.path}" if self.path else ""
         est = f" (estimated L={s['estimated_L']:.4g})" if s["estimated_L"] is not None else ""
-        return (f"<stale.Run{where}: status={s['status']} k={s['k']} f-f*={s['subopt']:.6e} "
-                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e}{est} delta={s['delta']}>")
+        # f − f_* where f_* is known, else f: the rule of `stale run`'s line (src/run/runner.cpp)
+        gap = f"f-f*={s['subopt']:.6e}" if not math.isnan(s["subopt"]) else f"f={s['loss']:.6e}"
+        why = ""
+        if math.isnan(s["bound"]) and "f_low" not in self.theory and math.isnan(float(self.theory.get("f_star", math.nan))):
+            why = " (the bound needs f_* or a lower bound f_low: give the model constants={'f_low': ...})"
+        return (f"<stale.Run{where}: status={s['status']} k={s['k']} {gap} "
+                f"mean|grad f|^2={s['grad_norm_sq_mean']:.6e} bound={s['bound']:.6e}{est}{why} delta={s['delta']}>")
 
 
 def load(path) -> Run:

@@ -27,13 +27,17 @@
 namespace stale {
 
 std::string run_summary_line(const RunResult& r) {
-  const char* fmt = "%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e%s delta=%lld wall=%.2fs";
+  // f − f_* where f_* is known, else f itself ("f-f*=nan" on every line of a model without f_*
+  // said nothing; issue 51): the same rule as the Python Run's repr (python/stale/results.py)
+  const bool gap = !std::isnan(r.last.subopt);
+  const char* fmt = gap ? "%s: status=%s k=%lld f-f*=%.6e mean|grad f|^2=%.6e bound=%.6e%s delta=%lld wall=%.2fs"
+                        : "%s: status=%s k=%lld f=%.6e mean|grad f|^2=%.6e bound=%.6e%s delta=%lld wall=%.2fs";
   char est[64] = "";
   if (r.L_estimated) std::snprintf(est, sizeof est, " (estimated L=%.4g)", r.L);
   auto print = [&](char* buf, size_t n) {
     return std::snprintf(buf, n, fmt, r.path.c_str(), r.status.c_str(), static_cast<long long>(r.updates),
-                         r.last.subopt, r.grad_norm_sq_mean, r.last.bound, est, static_cast<long long>(r.delta),
-                         r.wall_seconds);
+                         gap ? r.last.subopt : r.last.loss, r.grad_norm_sq_mean, r.last.bound, est,
+                         static_cast<long long>(r.delta), r.wall_seconds);
   };
   std::string out(static_cast<size_t>(print(nullptr, 0)), '\0');
   print(out.data(), out.size() + 1);

@@ -142,6 +142,27 @@ def test_a_model_without_constants_gets_g_the_mean_gradient_and_a_bound_with_L_e
     assert "(estimated L=" in repr(r)
 
 
+class NoConstants(LeastSquaresStages):
+    def constants(self):
+        return {}
+
+
+def test_a_model_without_f_star_or_f_low_is_told_once_why_its_bound_is_nan():
+    """issue 51, item 5: no f_* and no f_low leaves Δ₀ unknown, so the bound is NaN; the run warns
+    once, naming the fix, and its line shows f (not "f-f*=nan"); a model with f_low gets neither"""
+    case = {**RUN, "method.name": "rpd", "delay.name": "uniform", "delay.max": 4, "method.updates": 40}
+    with pytest.warns(UserWarning, match=r"neither f_star nor f_low.*constants=\{'f_low': 0.0\}") as w:
+        r = stale.run(case, model=NoConstants({**OBJECTIVE, "seed": RUN["seed"]}))
+    assert len(w) == 1 and np.isnan(r.series("bound")[-1])
+    text = repr(r)
+    assert "f-f*=" not in text and f"f={r.series('loss')[-1]:.6e}" in text and "give the model constants=" in text
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        told = stale.run(case, model=least_squares(constants=False))  # f_low = 0 only
+    assert np.isfinite(told.series("bound")[-1]) and "give the model constants" not in repr(told)
+
+
 class Crash(RuntimeError):
     pass
 
