@@ -207,7 +207,7 @@ const std::vector<KeySpec>& table() {
             "exponent β of the coupling factor: (c_m/mean c)^β, (‖g_j‖/‖g_j‖ at its first gradient)^β, (1 + RMS w_j)^β", 0.0),
       Int("costs.seed", -1, "seed of the stage-time noise (-1 = the base seed)", -1),
 
-      Int("log.every", 1, "metrics cadence in block updates", 1, 1e12),
+      Int("log.every", 1, "metrics cadence in block updates (a multiple of a schedule's update cycle logs one block's updates only: the run warns and names a cadence that spreads them)", 1, 1e12),
       Int("log.iterates_every", -1, "iterate snapshot cadence in block updates; -1 = every logged step when d <= 4096, else every 16th; 0 = none", -1, 1e12),
       Str("log.exact_mean", "auto",
           "running mean of ‖∇f(w_k)‖² for the bound: true = exact at every update, false = sampled at logged steps; "

@@ -12,6 +12,7 @@
 #include "src/core/error.hpp"
 #include "src/core/sha256.hpp"
 #include "src/run/interrupt.hpp"
+#include "src/run/log_aliasing.hpp"
 
 namespace stale {
 
@@ -48,6 +49,12 @@ RunSession::RunSession(const Config& cfg, std::string path, bool progress, std::
     std::fprintf(stderr,
                  "warning: method.lr = %g exceeds 1/L = %.3g: the bound of docs/theory.md §3 assumes γ ≤ 1/L and does not apply\n",
                  method_params_.lr, 1.0 / c.L);
+  // (LocalSGD's replicas each have their own serial order: not this rule's)
+  if (progress && plan.simulation && plan.schedule && plan.schedule->replicas <= 1) {
+    const std::string alias =
+        log_aliasing_warning(plan.simulation->updates, log_params_.every, plan.updates, f_->stages());
+    if (!alias.empty()) std::fprintf(stderr, "warning: %s\n", alias.c_str());
+  }
   // the data's checksum before the run file exists: the header is written in one short step
   std::string data_sha;
   uint64_t data_bytes = 0;
