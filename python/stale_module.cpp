@@ -323,8 +323,26 @@ nb::dict schedule(const std::string& name, int stages, int64_t microbatches, int
   return d;
 }
 
+// src/commands/sweep_grid.hpp's plan: stale.sweep(model=...) runs it itself, one run after
+// another with the model object (which a C++ worker cannot hold), then asks for the index
+nb::list sweep_plan_list(const std::string& path, const std::vector<std::string>& overrides, const std::string& shard) {
+  nb::list out;
+  for (const SweepRun& r : stale::sweep_plan(path, overrides, shard)) {
+    nb::dict d;
+    d["position"] = r.position;
+    d["hash"] = r.hash;
+    d["duplicate_of"] = r.duplicate_of;
+    nb::list values;
+    for (const auto& [k, v] : r.values) values.append(nb::make_tuple(k, v));
+    d["values"] = values;
+    d["config"] = r.config.to_toml();
+    out.append(d);
+  }
+  return out;
+}
+
 nb::dict sweep(const std::string& path, const std::vector<std::string>& overrides, const std::string& out_dir, int jobs,
-               int ensemble, const std::string& shard, bool progress, bool dry_run) {
+               int ensemble, const std::string& shard, bool progress, bool dry_run, bool index_only) {
   SweepRequest req;
   req.path = path;
   req.overrides = overrides;
@@ -334,6 +352,7 @@ nb::dict sweep(const std::string& path, const std::vector<std::string>& override
   req.options.ensemble = ensemble;
   req.options.progress = progress;
   req.options.dry_run = dry_run;
+  req.options.index_only = index_only;
   SweepOutcome o;
   {
     Released r;
@@ -467,7 +486,8 @@ NB_MODULE(_stale, m) {
         "local_steps"_a, "chunks"_a, "costs"_a, "steady_margin"_a, "out"_a, "trace"_a,
         "delay_table"_a.none());
   m.def("sweep", &stale::sweep, "path"_a, "overrides"_a, "out_dir"_a, "jobs"_a, "ensemble"_a, "shard"_a, "progress"_a,
-        "dry_run"_a);
+        "dry_run"_a, "index_only"_a = false);
+  m.def("sweep_plan", &stale::sweep_plan_list, "path"_a, "overrides"_a, "shard"_a);
   m.def("stability", &stale::stability, "path"_a, "text"_a, "overrides"_a, "lrs"_a, "order"_a, "solver"_a,
         "dense_max"_a, "gamma_max"_a, "rel_tol"_a);
   m.def("objective", &stale::objective_data, "path"_a, "text"_a, "overrides"_a);

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import tempfile
 
 import numpy as np
@@ -190,7 +191,7 @@ def schedule(name: str, stages: int, microbatches: int, *, accumulation: int = 0
 
 
 def sweep(spec, out=None, *, jobs: int = 0, ensemble: int = 8, shard: str = "0/1", progress: bool = False,
-          **overrides):
+          model=None, **overrides):
     """Run a sweep in this process (the command of `stale sweep`: worker threads, runs named by
     config hash, finished runs skipped) and return its index as a DataFrame.
 
@@ -199,7 +200,13 @@ def sweep(spec, out=None, *, jobs: int = 0, ensemble: int = 8, shard: str = "0/1
     out: the sweep folder (default: sweeps/<sweep file stem>; required for a dict);
     jobs: runs at once (0: one per core, else 1 to 1024; --jobs); ensemble: most runs per
     lockstep ensemble (1 to 64; --ensemble); shard: "i/N", this call's share of the grid
-    (--shard); overrides: keys applied to every run, like [set]."""
+    (--shard); overrides: keys applied to every run, like [set].
+
+    model: a model defined in Python (as stale.run's model=): every run of the grid is a run of
+    it (objective.name = "python"), one after another in this thread (a model serves one run at
+    a time), each written to the sweep folder under its config hash like any sweep's; a run
+    killed earlier continues from its .partial. The index, the step-size rule and the report read
+    the folder as any other sweep's."""
     from .config import assignments, key_of
     extra = assignments({key_of(k): v for k, v in overrides.items()})
     out_text = _path_text("stale.sweep", "out", out)
@@ -207,19 +214,79 @@ def sweep(spec, out=None, *, jobs: int = 0, ensemble: int = 8, shard: str = "0/1
     n_jobs, n_ensemble = _whole("stale.sweep", "jobs", jobs, -2 ** 31), _whole("stale.sweep", "ensemble", ensemble, -2 ** 31)
     if not isinstance(shard, str):
         raise _stale.ConfigError(f"stale.sweep: shard = {shard!r}; give it as text \"i/N\", e.g. \"0/4\"")
+    progress = _flag("stale.sweep", "progress", progress)
+    created, before = False, None  # what this call made before the sweep was accepted: removed if it is refused
     if isinstance(spec, dict):
         if out is None:
             raise _stale.ConfigError("stale.sweep: a sweep given as a dict needs out= (the sweep folder)")
+        created = not os.path.isdir(out_text)
         os.makedirs(out_text, exist_ok=True)
+        before = set(os.listdir(out_text))
         path = os.path.join(out_text, "sweep.toml")
         with open(path, "w") as f:
-            f.write(sweep_toml(spec, out_text))
+            f.write(sweep_toml(spec, out_text))  # sweep.toml, and base.toml for a dict base
     else:
         path = _path_text("stale.sweep", "spec", spec)
-    summary = _stale.sweep(path, extra, out_text, n_jobs, n_ensemble, shard, _flag("stale.sweep", "progress", progress),
-                           False)
+    try:
+        if model is not None:
+            return _sweep_model(path, extra, out_text, shard, progress, model)
+        summary = _stale.sweep(path, extra, out_text, n_jobs, n_ensemble, shard, progress, False)
+    except _stale.ConfigError:
+        # a refused sweep leaves nothing behind (README: failures create no files): the spec's
+        # files this call wrote go, and the folder if this call made it; once runs exist it stays
+        if before is not None and not os.path.isdir(os.path.join(out_text, "runs")):
+            for name in set(os.listdir(out_text)) - before:
+                if os.path.isfile(os.path.join(out_text, name)):
+                    os.remove(os.path.join(out_text, name))
+            if created and not os.listdir(out_text):
+                os.rmdir(out_text)
+        raise
     index = load_sweep(os.path.dirname(summary["index_csv"]) or ".")
     index.attrs["summary"] = {k: summary[k] for k in ("total", "ran", "skipped", "failed")}
+    return index
+
+
+def _sweep_model(path: str, extra: list, out_text: str, shard: str, progress: bool, model):
+    """stale.sweep(model=...): the grid as `stale sweep` plans it, each run made by stale.run with
+    the model, then the index written by the command (index_only), as for the CLI's runs"""
+    from .model import _Driver
+    driver = model if isinstance(model, _Driver) else _Driver(model)
+    stages = _whole("stale.sweep", "model.stages", getattr(model, "stages", None), 1)
+    extra = extra + ['objective.name="python"', f"objective.stages={stages}"]
+    plan = _stale.sweep_plan(path, extra, shard)
+    folder = out_text or os.path.join("sweeps", os.path.splitext(os.path.basename(path))[0])
+    for sub in ("runs", "configs", "logs"):
+        os.makedirs(os.path.join(folder, sub), exist_ok=True)
+    counts = {"ran": 0, "skipped": 0, "failed": 0}
+    todo = [r for r in plan if r["duplicate_of"] < 0]
+    for i, r in enumerate(todo):
+        run_file = os.path.join(folder, "runs", r["hash"] + ".h5")
+        if os.path.exists(run_file):
+            try:
+                load(run_file)
+                counts["skipped"] += 1
+                continue
+            except _stale.ConfigError:  # a finished name on a file that does not open: run again
+                os.replace(run_file, run_file + ".unreadable")
+        config_file = os.path.join(folder, "configs", r["hash"] + ".toml")
+        with open(config_file, "w") as f:
+            f.write(f"# sweep {path}, grid position {r['position']}\n" + r["config"])
+        try:
+            if os.path.exists(run_file + ".partial"):
+                done = run(resume=run_file + ".partial", model=driver)
+            else:
+                done = run(config_file, out=run_file, model=driver)
+            line, ok = repr(done), True
+        except _stale.ConfigError as e:
+            line, ok = f"error: {e}", False
+        with open(os.path.join(folder, "logs", r["hash"] + ".log"), "w") as f:
+            f.write(line + "\n")
+        counts["ran" if ok else "failed"] += 1
+        if progress:
+            print(f"[{i + 1}/{len(todo)}] {' '.join(f'{k}={v}' for k, v in r['values'])}: {line}", file=sys.stderr)
+    summary = _stale.sweep(path, extra, folder, 1, 1, shard, False, False, True)
+    index = load_sweep(os.path.dirname(summary["index_csv"]) or ".")
+    index.attrs["summary"] = {"total": len(plan), **counts}
     return index
 
 

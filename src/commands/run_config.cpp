@@ -32,7 +32,9 @@ void describe_python_model(Config& cfg, int64_t stages) {
   if (cfg.is_set("objective.stages") && cfg.get_int("objective.stages") != stages)
     config_error("objective.stages", std::to_string(cfg.get_int("objective.stages")) + " but the model has " +
                                          std::to_string(stages) + " stages; leave objective.stages unset");
-  if (cfg.is_set("objective.batch_size"))
+  // a resolved config (a sweep's configs/HASH.toml) states every key: its default is no choice
+  if (cfg.is_set("objective.batch_size") &&
+      cfg.get_int("objective.batch_size") != std::get<int64_t>(require_key("objective.batch_size", "").fallback))
     config_error("objective.batch_size", "a model defined in Python brings its own batches (num_batches, batch_rows); "
                                          "leave objective.batch_size unset");
   cfg.apply_override("objective.name=\"" + python + "\"");

@@ -13,4 +13,15 @@ SweepOutcome sweep_grid(const SweepRequest& req) {
   return out;
 }
 
+std::vector<SweepRun> sweep_plan(const std::string& path, const std::vector<std::string>& overrides,
+                                 const std::string& shard) {
+  int index = 0, count = 1;
+  parse_shard(shard, index, count);
+  const Sweep sweep = load_sweep(path, overrides);
+  std::vector<SweepRun> out;
+  for (const SweepRun& r : sweep.runs)
+    if (r.position % count == index) out.push_back(r);  // every run alone: its own position picks its shard
+  return out;
+}
+
 }  // namespace stale

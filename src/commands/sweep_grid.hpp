@@ -24,4 +24,10 @@ struct SweepOutcome {
 
 SweepOutcome sweep_grid(const SweepRequest& request);
 
+// The runs of a sweep file in this shard, each alone, as `stale sweep` plans them (position,
+// varying values, resolved config, hash = the run file's name, duplicate_of): the plan a front
+// end runs itself when the runs need what a C++ worker cannot hold (stale.sweep(model=...))
+std::vector<SweepRun> sweep_plan(const std::string& path, const std::vector<std::string>& overrides,
+                                 const std::string& shard);
+
 }  // namespace stale
