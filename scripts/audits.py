@@ -94,9 +94,14 @@ def audit_bound(dirs, res):
                  + (f", {sampled} with a sampled mean (log.exact_mean = false)" if sampled else "") + ".")
     save(fig, res, "audit_bound.png")
     ratios = [r.final_ratio for r in checked]
+    replicates = [r for r in checked if r.same_as is not None]
     lines = [
         "# Bound audit (docs/theory.md §3)",
         "",
+        *([f"Seed replicates: {len(replicates)} of the {len(checked)} checked runs repeat another run of their sweep bit "
+           f"for bit under another seed (a deterministic method on fixed data: {', '.join(sorted({r.method for r in replicates}))}); "
+           f"they are {len(checked) - len(replicates)} distinct runs, and a count of seeds is not a count of evidence there.",
+           ""] if replicates else []),
         f"Runs read (every method): {len(runs)}; checked at every logged K: {len(checked)}; outside the assumption "
         f"(γ > 1/L, not checked): {outside};"
         + (f" with a sampled mean (log.exact_mean = false, not checked): {sampled};" if sampled else "")

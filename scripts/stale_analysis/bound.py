@@ -91,6 +91,7 @@ class BoundRun:
     L_estimated: bool = False  # that L is the estimate along the run (/theory/bound_uses_estimated_L)
     S: float = math.nan       # blocks of the bound (/theory/S)
     G: np.ndarray = field(default=None, repr=False)  # the running G at those k (/metrics/G); None: not logged
+    same_as: str | None = None  # an earlier run of the sweep this one repeats bit for bit under another seed
 
     @property
     def informative(self) -> np.ndarray:
@@ -217,7 +218,23 @@ def bound_runs(sweep_dirs) -> list[BoundRun]:
                 L=float(th.get("L", math.nan)), L_estimated=L_estimated(th),
                 S=float(th.get("S", run.flat.get("objective.stages", math.nan))),
                 G=None if G is None else G[ok]))
+    mark_seed_replicates(out)
     return out
+
+
+def mark_seed_replicates(runs: list[BoundRun]) -> None:
+    """Sets same_as on a run that differs from an earlier run of its sweep only in the seed and
+    whose logged k, mean and bound are equal bit for bit: a deterministic method on fixed data
+    (PipeDream's cyclic batches, no random delays) runs the same run for every seed, which a
+    count of seeds would take for independent evidence (issue 51, item 6)."""
+    first: dict = {}
+    for r in runs:
+        key = (r.sweep, tuple(sorted((k, str(v)) for k, v in r.axes.items() if k != "seed")),
+               r.k.tobytes(), r.measured.tobytes(), r.bound.tobytes())
+        if key in first:
+            r.same_as = first[key]
+        else:
+            first[key] = r.run
 
 
 def _number(v: float) -> str:

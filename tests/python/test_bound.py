@@ -138,3 +138,21 @@ def test_a_real_charlm_run_file_is_labelled_estimated_and_summarized_so(stale_bi
     s = script("summarize_runs.py", out)
     assert s.returncode == 0, s.stderr
     assert "(estimated L)" in s.stdout and "L estimated along the run for 1 of 1 runs" in s.stdout
+
+
+def test_seed_replicates_are_marked_only_when_equal_bit_for_bit_and_equal_but_for_the_seed():
+    """issue 51, item 6: PipeDream on fixed data runs the same run for every seed; the audit marks
+    the repeats (same sweep, same axes but the seed, equal k, mean and bound) and nothing else"""
+    import numpy as np
+    from stale_analysis.bound import BoundRun, mark_seed_replicates
+
+    def run(name, seed, measured, lr=0.1):
+        k = np.arange(1, 4)
+        return BoundRun(sweep="s", run=name, axes={"seed": seed, "method.lr": lr}, method="pipedream", delta=3.0, lr=lr,
+                        within=True, exact_mean=True, diverged=None, k=k, measured=np.asarray(measured, float),
+                        bound=np.ones(3))
+    base = [0.1, 0.2, 0.3]
+    runs = [run("a", 0, base), run("b", 1, base), run("c", 2, [0.1, 0.2, 0.3 + 1e-16]), run("d", 1, base, lr=0.2),
+            run("e", 3, base)]
+    mark_seed_replicates(runs)
+    assert [r.same_as for r in runs] == [None, "a", None, None, "a"]
