@@ -32,6 +32,7 @@ import numpy as np
 
 from audits_regime import pd_delta, runs_of, save, theory_of, write
 from stale_analysis.bound import REACH, check_labels
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.formatting import number
 from stale_analysis.law_verdicts import level_verdict
 from stale_analysis.plotting import caption, plt
@@ -93,6 +94,7 @@ def plan(out_toml=SWEEP):
         body += [f"{k} = [{', '.join(v[i] for i in idx)}]" for k, v in zipped.items() if k != '"problem"']
         with open(path, "w") as f:
             f.write("\n".join(body) + "\n")
+        provenance.written(path)
         written.append(path)
     print("wrote " + ", ".join(written))
     return written

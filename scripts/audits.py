@@ -44,6 +44,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import (AnalysisError, find_sweep, fit_exponent, load_run, positive_tail,  # noqa: E402
                             read_index, run_cli)
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.bound import REACH, bound_runs, method_table, plot_bound  # noqa: E402
 from stale_analysis.fits import r_squared  # noqa: E402
 from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
@@ -65,11 +66,13 @@ def default_dir(root, stem):
 def save(fig, res, name):
     os.makedirs(res, exist_ok=True)
     fig.savefig(os.path.join(res, name), dpi=130)
+    provenance.written(os.path.join(res, name))
 
 
 def write(res, name, text):
     with open(os.path.join(res, name), "w") as f:
         f.write(text + "\n")
+    provenance.written(os.path.join(res, name))
     print(text)
 
 

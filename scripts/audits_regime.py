@@ -15,6 +15,7 @@ from collections import defaultdict
 import numpy as np
 
 from stale_analysis import AnalysisError, fit_exponent_seeds_points, is_diverged, load_run, read_index, runner
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.bound import REACH, bound_verdict, check_labels
 from stale_analysis.formatting import number
 from stale_analysis.law_verdicts import P_GRID, exponent_verdict, fit_exponent_raw, level_verdict
@@ -40,6 +41,7 @@ def runs_of(d):
 def save(fig, res, name):
     os.makedirs(res, exist_ok=True)
     fig.savefig(os.path.join(res, name), dpi=130)
+    provenance.written(os.path.join(res, name))
     plt.close(fig)
 
 
@@ -47,6 +49,7 @@ def write(res, name, text):
     os.makedirs(res, exist_ok=True)
     with open(os.path.join(res, name), "w") as f:
         f.write(text + "\n")
+    provenance.written(os.path.join(res, name))
     print(text)
 
 
@@ -110,6 +113,7 @@ def plan_nonconvex(out_toml):
     lines += [f"{k} = [{', '.join(v)}]" for k, v in zipped.items()]
     with open(out_toml, "w") as f:
         f.write("\n".join(lines) + "\n")
+    provenance.written(out_toml)
     n = len(next(iter(zipped.values())))
     print(f"wrote {out_toml}: {n} zip points × 3 seeds")
 
@@ -420,6 +424,7 @@ def plan_tuned(out_toml):
     lines += [f"{k} = [{', '.join(v)}]" for k, v in zipped.items()]
     with open(out_toml, "w") as f:
         f.write("\n".join(lines) + "\n")
+    provenance.written(out_toml)
     print("\n".join(lines[:10 + len(TR_S)]))
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import find_sweep, run_cli, select  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.formatting import number  # noqa: E402
 from stale_analysis.plotting import caption, plain_log_ticks, plt, pow2_tex  # noqa: E402
 
@@ -81,6 +82,7 @@ def finish(fig, ax, path, xlabel, ylabel, title):
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
+    provenance.written(path)
 
 
 def e1(sw, res):
@@ -156,6 +158,7 @@ def e4(sw, res):
                  f"(unit costs).\nEach method runs every micro-batch whose timeline ends within {budget:g} slots; "
                  f"RPD runs PD's number of block updates. Mean and min–max over 3 seeds; γ chosen per S by the stable rule.")
     fig.savefig(os.path.join(res, "e4_budget_vs_stages.png"), dpi=130)
+    provenance.written(os.path.join(res, "e4_budget_vs_stages.png"))
     return table(rows, ["method", "S", "chosen γ", "final f − f_* (mean)", "[min, max] over seeds", "block updates"])
 
 
@@ -177,6 +180,7 @@ def main(argv=None):
     path = os.path.join(a.results, f"{a.experiment}_table.md")
     with open(path, "w") as f:
         f.write(md + "\n")
+    provenance.written(path)
     print(md)
     print(f"wrote {path}", file=sys.stderr)
 

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paci_experiment import (A_VALUES, CHARLM, FIG_A, FLUSH, GPT_A, LABEL, S, SETTINGS, load_group,  # noqa: E402
                              load_sweep_dirs, parity_runs, schedule_facts, select, sweep_out)
 from stale_analysis import load_run, read_index  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.formatting import number  # noqa: E402
 
 
@@ -185,6 +186,7 @@ def plot_loss_vs_time(panels, path):
         ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
+    provenance.written(path)
     plt.close(fig)
 
 
@@ -214,6 +216,7 @@ def plot_speedup(series, path):
     axes[0].set_ylabel("PACI speedup over the fastest flush (time to target)")
     fig.tight_layout()
     fig.savefig(path, dpi=130)
+    provenance.written(path)
     plt.close(fig)
 
 
@@ -240,6 +243,7 @@ def plot_memory(mem, path):
     fig.suptitle("Peak memory per stage from the simulator (S = 8; thin: a = 2, thick: a = 16)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
+    provenance.written(path)
     plt.close(fig)
 
 
@@ -266,6 +270,7 @@ def plot_bound(rows, path):
         ax.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(path, dpi=130)
+    provenance.written(path)
     plt.close(fig)
 
 
@@ -663,7 +668,9 @@ def write_report(out, res):
     parity, par = parity_section(out, sels, raw)
     L += parity
     L.append(verdicts(par, sp_tables, mem, best_rows))
-    open(os.path.join(res, "PACI.md"), "w").write("\n".join(L) + "\n")
+    with open(os.path.join(res, "PACI.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+    provenance.written(os.path.join(res, "PACI.md"))
     print(f"wrote {os.path.join(res, 'PACI.md')}", file=sys.stderr)
 
 

@@ -21,6 +21,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import load_run  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 
 LANDMARKS = [(math.log(65), "uniform ln 65"), (3.31, "unigram"), (2.45, "bigram")]
 
@@ -54,6 +55,7 @@ def main(argv=None):
     fig.tight_layout()
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     fig.savefig(a.out, dpi=130)
+    provenance.written(a.out)
     print(f"wrote {a.out}")
 
 

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import choose, load_run, tail_stats  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 
 
 def label(run):
@@ -86,6 +87,7 @@ def main(argv=None):
         axv.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(a.out, dpi=130)
+    provenance.written(a.out)
     if a.heldout:
         print("| method | γ | block updates in the budget | last-stage loss, mean of the last 10 logged | "
               "f(w) on the 8 evaluation batches | held-out loss (last logged) |")

@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import (AnalysisError, filter_runs, group_runs, is_diverged, load_runs,  # noqa: E402
                             parse_keys, parse_where, run_cli, select, warn)
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.plotting import band, caption, plt  # noqa: E402
 from stale_analysis.runs import progress_series, x_series  # noqa: E402
 
@@ -109,6 +110,7 @@ def main(argv=None):
             if n_div else "")
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     fig.savefig(a.out, dpi=130)
+    provenance.written(a.out)
     print(f"wrote {a.out}")
 
 

@@ -32,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import stale  # noqa: E402
+from stale_analysis import provenance  # noqa: E402
 
 CONFIG = os.path.join(ROOT, "experiments", "quickstart.toml")
 
@@ -117,6 +118,7 @@ def main():
     with open(a.out + ".tmp", "w") as f:
         f.write("\n".join(lines))
     os.replace(a.out + ".tmp", a.out)
+    provenance.written(a.out)
     print(f"structural_claims.py: wrote {os.path.relpath(a.out, ROOT)} in {time.time() - start:.0f} s")
 
 

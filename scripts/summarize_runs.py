@@ -25,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis import filter_runs, group_runs, is_diverged, load_runs, parse_keys, parse_where, run_cli  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 from stale_analysis.bound import L_estimated  # noqa: E402
 from stale_analysis.grouping import fmt_value  # noqa: E402
 
@@ -148,6 +149,7 @@ def main(argv=None):
         os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
         with open(a.out, "w") as f:
             f.write(text)
+        provenance.written(a.out)
         print(f"wrote {a.out}", file=sys.stderr)
 
 

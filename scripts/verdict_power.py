@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from stale_analysis.law_verdicts import exponent_verdict, fit_exponent_raw  # noqa: E402
+from stale_analysis import provenance  # noqa: E402  (each result names the script that wrote it)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOISE_FILE = "results/audit_delta_regime.md"
@@ -189,6 +190,7 @@ def main():
     text = "\n".join(lines) + "\n"
     with open(a.out, "w") as f:
         f.write(text)
+    provenance.written(a.out)
     print(text)
 
 

@@ -23,7 +23,7 @@ MANIFEST = "PROVENANCE.md"
 PREFIX = "Provenance:"
 # the manifest itself; results/gpu/ holds dated logs of device sessions, which name their own
 # machine, GPU and commit (scripts/gpu_check.sh) and are never regenerated here
-_NOT_STAMPED = {MANIFEST}
+_NOT_STAMPED = {MANIFEST, ".provenance.lock"}
 _OWN_RECORDS = ("gpu" + os.sep,)
 
 
@@ -160,10 +160,10 @@ def stamp(paths, command: str, results: str = "results", bin: str | None = "buil
     file made elsewhere and not regenerated here."""
     if "|" in command:
         raise ValueError(f"provenance.stamp: the command may not hold '|' (a Markdown table cell): {command}")
-    rows = read_manifest(results)
     b = dict(facts or build(bin))
     b.setdefault("machine", machine())
     text_line = line(command, bin, facts)
+    stamped = {}
     for p in paths:
         name = os.path.relpath(p, results)
         if not _listed(name) or name.startswith(".."):
@@ -172,14 +172,47 @@ def stamp(paths, command: str, results: str = "results", bin: str | None = "buil
             _stamp_markdown(p, text_line)
         elif p.endswith(".png"):
             _stamp_png(p, command, b)
-        rows[name] = {"command": command, "git": b["git"], "target": b["target"], "machine": b["machine"],
-                      "sha256": _sha256(p)[:16]}
-    write_manifest(results, rows)
+        stamped[name] = {"command": command, "git": b["git"], "target": b["target"], "machine": b["machine"],
+                         "sha256": _sha256(p)[:16]}
+    # read, change and write the manifest under a lock: two scripts stamping at once each keep
+    # the other's rows (a plain read-modify-write lost one of them)
+    import fcntl
+    with open(os.path.join(results, ".provenance.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        rows = read_manifest(results)
+        rows.update(stamped)
+        write_manifest(results, rows)
+
+
+def results_root(path: str) -> str | None:
+    """the results folder a file lies in: the nearest folder above it holding the manifest
+    (results/, results/gpu/x → results/); None for a file outside any (runs/, a scratch -o)"""
+    d = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.exists(os.path.join(d, MANIFEST)):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def written(path, command: str | None = None, bin: str | None = "build/stale"):
+    """Stamps a file this process has just written, with this process's command line (or
+    `command`), when it lies in a results folder; returns the path. Called where a script writes
+    a result, so that each file names the script that wrote it even when several run at once
+    (stamp_since, by modification time, let a script claim the files another wrote meanwhile:
+    issue 51, item 8)."""
+    root = results_root(os.fspath(path))
+    if root is not None:
+        stamp([os.path.abspath(os.fspath(path))], command or command_line(), root, bin)
+    return path
 
 
 def stamp_since(start: float, command: str, results: str = "results", bin: str | None = "build/stale") -> list:
     """stamp() for every file under `results` written at or after `start` (time.time() when the
-    command began); returns their paths."""
+    command began); returns their paths. It claims whatever else was written meanwhile, by any
+    process: for a file made by hand (stamp_results.py), not for scripts, which call written()."""
     paths = []
     for dirpath, _, files in os.walk(results):
         for f in files:
