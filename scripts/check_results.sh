@@ -36,5 +36,7 @@ for name in main_rpd_delays.md pipedream_delays.md; do
 done
 # every committed file states where it came from, and none changed since (results/PROVENANCE.md)
 python3 scripts/stamp_results.py --check || failed=1
+# the README's estimates of time and size cite the file that measured them, and match it
+python3 scripts/check_readme_numbers.py || failed=1
 echo "check_results.sh: done in $(( $(date +%s) - start )) s" >&2
 exit $failed
