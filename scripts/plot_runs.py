@@ -101,10 +101,22 @@ def main(argv=None):
         ax.set_xlabel(xl)
         ax.set_ylabel(yl)
         ax.grid(alpha=0.3)
-    ax1.legend(fontsize=7)
+    # up to 4 groups fit inside the left panel; more go below both panels, where they cannot
+    # cover the curves or the tick labels (task 2's nine groups did)
+    below = len(groups) > 4
+    if below:
+        handles, labels = ax1.get_legend_handles_labels()
+        ncol = 3 if max(map(len, labels)) <= 55 else 2 if max(map(len, labels)) <= 95 else 1
+        rows = -(-len(labels) // ncol)
+        fig.set_size_inches(11, 4.6 + 0.22 * rows)
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=6.5, frameon=False,
+                   bbox_to_anchor=(0.5, 0.04 if n_div else 0))
+    else:
+        ax1.legend(fontsize=7)
     if a.title:
         fig.suptitle(a.title)
-    fig.tight_layout(rect=(0, 0.04 if n_div else 0, 1, 1))
+    bottom = (0.04 if n_div else 0) + (0.22 * rows + 0.1) / (4.6 + 0.22 * rows) if below else (0.04 if n_div else 0)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     total = sum(len(g.runs) for g in groups)
     caption(fig, f"{n_div} of {total} runs diverged (status not ok, or f − f* above 1e6 × its start) and are not drawn."
             if n_div else "")

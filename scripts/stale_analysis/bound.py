@@ -294,7 +294,7 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*", "h", "p"]
 def plot_bound(ax, runs: list[BoundRun]) -> int:
     """Measured against bound at the final K, one colour and marker per method, the method's δ in
     its legend entry; only runs the bound's assumptions cover. Returns how many points were drawn."""
-    drawn, lo, hi = 0, math.inf, 0.0
+    drawn, lo, hi, ylo, yhi = 0, math.inf, 0.0, math.inf, 0.0
     for i, (method, rs) in enumerate(by_method(runs).items()):
         pts = [(r.bound[-1], r.measured[-1]) for r in rs if r.checked]
         if not pts:
@@ -304,15 +304,24 @@ def plot_bound(ax, runs: list[BoundRun]) -> int:
         ax.scatter(P[:, 0], P[:, 1], s=16, marker=MARKERS[i % len(MARKERS)], alpha=0.8,
                    label=f"{method} ({delta_text(r.delta for r in rs if r.checked)}; {len(pts)} runs"
                          + ("" if est == "certified" else f"; {est} L") + ")")
-        pos = P[P > 0]
-        if len(pos):
-            lo, hi = min(lo, float(pos.min())), max(hi, float(pos.max()))
+        # each axis its own range: one shared range spanned the smallest measured mean to the
+        # largest bound (10¹¹ in a report), squeezing both clouds into corners
+        bx, my = P[:, 0][P[:, 0] > 0], P[:, 1][P[:, 1] > 0]
+        if len(bx):
+            lo, hi = min(lo, float(bx.min())), max(hi, float(bx.max()))
+        if len(my):
+            ylo, yhi = min(ylo, float(my.min())), max(yhi, float(my.max()))
         drawn += len(pts)
-    if drawn:
-        lo, hi = lo / 2, hi * 2
-        ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="measured = bound")
+    if drawn and hi > 0 and yhi > 0:
+        lo, hi, ylo, yhi = lo / 2, hi * 2, ylo / 2, yhi * 2
+        d_lo, d_hi = max(lo, ylo), min(hi, yhi)
+        if d_lo < d_hi:  # the diagonal where it lies inside the drawn box
+            ax.plot([d_lo, d_hi], [d_lo, d_hi], "k--", lw=1, label="measured = bound")
+        else:  # every point is far from it: say where it is rather than stretch the axes to it
+            where = "above" if yhi < lo else "below"
+            ax.plot([], [], "k--", lw=1, label=f"measured = bound: {where} this box (every point {'below' if where == 'above' else 'above'} it)")
         ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
+        ax.set_ylim(ylo, yhi)
         ax.legend(loc="upper left", fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -8,7 +8,8 @@
 - the index (index.csv) as a table that sorts on a click on its header (inline JavaScript);
 - f − f_* (the loss where f_* is unknown) against k and against simulated time, one panel per
   group of the sweep's varying keys (step size and seed aside), one mean curve over the seeds per
-  step size with its min–max band;
+  step size with its min–max band (a diverged curve ends and no longer sets its panel's y range);
+- every configuration at the step size the stable rule chose for it, in one panel per x axis;
 - the measured (1/K)Σ‖∇f(w_k)‖² against the bound for every method (stale_analysis.bound);
 - the step size the stable rule chooses per configuration (stale_analysis.stepsize), grid edges
   marked.
@@ -25,6 +26,7 @@ import html
 import io
 import math
 import os
+import textwrap
 import sys
 import tomllib
 
@@ -55,6 +57,7 @@ tr.diverged td { background: #fff1e6; } tr.failed td { background: #fde8e8; }
 .warn { background: #fff8e1; border-left: 4px solid #f0b400; padding: .4em .8em; }
 .ok { background: #eef8ee; border-left: 4px solid #3a3; padding: .4em .8em; }
 img { max-width: 100%; }
+table.narrow th { white-space: normal; max-width: 9em; vertical-align: bottom; }
 .note { color: #555; font-size: .9em; }
 """
 
@@ -176,8 +179,26 @@ def has_time(sweep_dir: str, rows: list[dict]) -> bool:
     return len(t) > 1 and math.isfinite(float(t[-1]))
 
 
-def panel_title(cfg: tuple) -> str:
-    return ", ".join(f"{k}={v}" for k, v in cfg) or "all runs"
+def panel_title(cfg: tuple, width: int = 0) -> str:
+    """the panel's keys and values; with a width, wrapped to lines of that many characters (a row of
+    three panels with long keys overlapped one another's titles)"""
+    text = ", ".join(f"{k}={v}" for k, v in cfg) or "all runs"
+    return textwrap.fill(text, width, break_long_words=False) if width else text
+
+
+# the x axes' labels, with the unit (simulated time is in the cost model's units: t_F = 1 by default)
+X_LABELS = {"k": "block updates k", "time": "simulated time (cost-model units; t_F = 1 by default)"}
+
+
+def y_limits(curves) -> tuple[float, float] | None:
+    """(low, high) of a log axis from the finite positive values of the curves that did not
+    diverge, with a factor 2 margin; None when no such value. A diverged curve (its mean ends
+    non-finite) still shows, but its climb to 10³⁰⁰ no longer flattens every other curve."""
+    vals = [np.asarray(m, float) for m, diverged in curves if not diverged]
+    vals = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in vals]) if vals else np.array([])
+    if not len(vals):
+        return None
+    return float(vals.min()) / 2, float(vals.max()) * 2
 
 
 def curve_figures(sweep_dir: str, rows: list[dict], x: str, y: str) -> tuple[list[str], list[str]]:
@@ -195,10 +216,11 @@ def curve_figures(sweep_dir: str, rows: list[dict], x: str, y: str) -> tuple[lis
         chunk = panels[start:start + PANELS_PER_FIGURE]
         ncols = min(3, len(chunk))
         nrows = math.ceil(len(chunk) / ncols)
-        fig, axs = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.3 * nrows), squeeze=False)
+        fig, axs = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows), squeeze=False)
         for ax in axs.flat[len(chunk):]:
             ax.set_visible(False)
         for ax, (cfg, rs) in zip(axs.flat, chunk):
+            drawn = []  # (mean, diverged) per curve, for the y range
             by_lr: dict = {}
             for r in rs:
                 by_lr.setdefault(r.get(LR_KEY, ""), []).append(r)
@@ -211,16 +233,21 @@ def curve_figures(sweep_dir: str, rows: list[dict], x: str, y: str) -> tuple[lis
                 if x == "time" and len(xs) and not math.isfinite(xs[0]):
                     xs[0] = 0.0  # k = 0: no op has run yet
                 label = (f"γ = {lr}" if lr != "" else "mean") + f" ({len(runs)} run{'s' if len(runs) > 1 else ''})"
-                if len(mean) and not math.isfinite(mean[-1]):
+                diverged = bool(len(mean) and not math.isfinite(mean[-1]))
+                if diverged:
                     label += ", diverged"
+                drawn.append((mean, diverged))
                 line, = ax.plot(xs, mean, lw=1.3, label=label)
                 if len(runs) > 1:
                     with np.errstate(all="ignore"):
                         ax.fill_between(xs, lo, np.where(np.isfinite(hi), hi, np.nan), color=line.get_color(),
                                         alpha=0.15, lw=0)
             ax.set_yscale("log")
-            ax.set_title(panel_title(cfg), fontsize=8)
-            ax.set_xlabel("block updates k" if x == "k" else "simulated time", fontsize=8)
+            lim = y_limits(drawn)
+            if lim is not None and any(d for _, d in drawn):
+                ax.set_ylim(*lim)
+            ax.set_title(panel_title(cfg, 48), fontsize=8)
+            ax.set_xlabel(X_LABELS[x], fontsize=8)
             ax.set_ylabel("f − f_*" if y == "subopt" else "loss", fontsize=8)
             ax.tick_params(labelsize=7)
             if ax.get_legend_handles_labels()[0]:
@@ -259,11 +286,46 @@ def _is_number(v: str) -> bool:
 
 
 def simple_table(header: list[str], body: list[list[str]], cls: str = "sortable") -> str:
-    out = [f'<table class="{cls}"><thead><tr>'] + [f"<th>{esc(h)}</th>" for h in header] + ["</tr></thead><tbody>"]
+    """a table whose headers wrap, in a box that scrolls sideways: the bound's eleven columns were
+    wider than the page"""
+    out = [f'<div class="scroll"><table class="{cls} narrow"><thead><tr>'] + [f"<th>{esc(h)}</th>" for h in header]
+    out.append("</tr></thead><tbody>")
     for row in body:
         out.append("<tr>" + "".join(f'<td class="text">{esc(c)}</td>' for c in row) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
+
+
+def chosen_figure(sweep_dir: str, y: str) -> str | None:
+    """PNG data URI: every configuration at its chosen step size (the stable rule) in one panel per
+    x axis, so that methods are compared where each is tuned; None without a step-size axis"""
+    from .plotting import plt
+    panels = []
+    for x in ("k", "time"):
+        cs = [c for c in select(sweep_dir, LR_KEY, SEED_KEY, "stable", False, x, y) if c["curve"] is not None]
+        if x == "time":
+            cs = [c for c in cs if np.any(np.isfinite(c["curve"][0][1:]))]
+        if cs:
+            panels.append((x, cs))
+    if not panels:
+        return None
+    fig, axs = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.4), squeeze=False)
+    for ax, (x, cs) in zip(axs.flat, panels):
+        for c in cs:
+            xs, mean = c["curve"][0].copy(), c["curve"][1]
+            if x == "time" and len(xs) and not math.isfinite(xs[0]):
+                xs[0] = 0.0
+            cfg = ", ".join(f"{k}={v}" for k, v in c["config"].items()) or "all runs"
+            ax.plot(xs, mean, lw=1.3, label=textwrap.shorten(f"{cfg}: γ = {c['lr']:g}", 70))
+        ax.set_yscale("log")
+        ax.set_xlabel(X_LABELS[x], fontsize=8)
+        ax.set_ylabel("f − f_*" if y == "subopt" else "loss", fontsize=8)
+        ax.tick_params(labelsize=7)
+    handles, labels = axs.flat[0].get_legend_handles_labels()
+    rows = math.ceil(len(labels) / 2)
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=6.5, frameon=False)
+    fig.tight_layout(rect=(0, min(0.5, 0.034 * rows + 0.03), 1, 1))
+    return png_uri(fig)
 
 
 def log_line(sweep_dir: str, run: str) -> str:
@@ -371,7 +433,7 @@ def build_report(sweep_dir: str) -> tuple[str, dict]:
     curves = []
     if done:
         ylabel = "f − f_*" if y == "subopt" else "the loss (f_* unknown)"
-        for x, xname in (("k", "block updates k"), ("time", "simulated time")):
+        for x, xname in X_LABELS.items():
             uris, skipped = curve_figures(sweep_dir, done, x, y)
             curves.append(f"<h3>{esc(ylabel)} against {xname}</h3>")
             if skipped:
@@ -384,6 +446,14 @@ def build_report(sweep_dir: str) -> tuple[str, dict]:
     else:
         curves.append('<p class="note">no finished run.</p>')
     sections.append(("curves", "Loss curves", "".join(curves)))
+    if choices:
+        uri = chosen_figure(sweep_dir, y)
+        if uri is not None:
+            figures += 1
+            sections.append(("chosen", "At their chosen step sizes",
+                             "<p>Every configuration at the step size the stable rule chose for it (the table below), "
+                             "mean over the seeds: the methods compared where each is tuned.</p>"
+                             + img(uri, "every configuration at its chosen step size")))
 
     # --- the bound per method
     if bruns:
@@ -394,12 +464,15 @@ def build_report(sweep_dir: str) -> tuple[str, dict]:
         n_est = sum(b.L_estimated for b in bruns)
         body = [f"<p>The bound 2SΔ₀/(γK) + γSLG² + γ²L²δ²G² of docs/theory.md §3 for every method, each run with its "
                 f"own δ (/theory/delta); {drawn} runs satisfy its assumptions and are drawn at their final K.</p>",
-                img(png_uri(fig), "measured mean squared gradient norm against the bound")]
+                img(png_uri(fig), "measured mean squared gradient norm against the bound") if drawn else
+                '<p class="note">no figure: no run satisfies the bound\'s assumptions (γ ≤ 1/L, an exact running mean, '
+                "not diverged); the table says why for each method.</p>"]
         if n_est:
             body.insert(1, f'<p class="note">{plural(n_est, "run")} of {len(bruns)} use{"s" if n_est == 1 else ""} an '
                            "<b>estimated L</b> (the objective has no certified L; /theory/L_source): the largest curvature "
                            "seen along the run, a lower estimate of L, so their bound is an estimate, not a certificate.</p>")
-        figures += 1
+        figures += 1 if drawn else 0
+        plt.close(fig)
         body.append(simple_table(
             ["method", "δ of the bound", "L of the bound", "runs", "checked", "γ > 1/L", "diverged (γ ≤ 1/L)", "sampled mean",
              "violations (measured > bound at a logged K)", "measured/bound at the final K: max", "median"],

@@ -115,8 +115,13 @@ def test_stale_report_runs_the_python_report(stale_bin, binary_sweep):
     r = subprocess.run([stale_bin, "report", str(binary_sweep / "out"), "-o", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     page = check_page(out, binary_sweep / "out")
-    assert len(page.imgs) == 3  # loss against k, against simulated time (pipedream's panel), the bound
+    # loss against k, against simulated time (pipedream's panel), every configuration at its chosen γ, the bound
+    assert len(page.imgs) == 4
     text = out.read_text()
+    # issue 51, item 7: the methods compared at their chosen step sizes; every table in a box that
+    # scrolls sideways (the bound's table was wider than the page)
+    assert 'id="chosen"' in text and "every configuration at its chosen step size" in text
+    assert text.count("<table") == text.count('<div class="scroll"><table') >= 3
     assert "pipedream (δ = " in text and "rpd (δ = 4)" in text
     assert 'base = &quot;base.toml&quot;' in text or "base = &quot;base.toml&quot;" in text  # the sweep file as stored
     # no Python: one line naming what to do
@@ -140,3 +145,15 @@ def test_headless_chromium_renders_the_report(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000  # a rendered page, not a blank one
+
+
+def test_a_diverged_curve_does_not_set_the_panels_y_range():
+    """issue 51, item 7: one diverged curve (climbing to 1e300) flattened every other curve of its
+    panel; the y range now comes from the curves that did not diverge"""
+    import numpy as np
+    from stale_analysis.report import panel_title, y_limits
+    ok = np.array([1.0, 0.5, 0.1])
+    assert y_limits([(ok, False), (np.array([1.0, 1e150, np.inf]), True)]) == (0.05, 2.0)
+    assert y_limits([(np.array([np.nan]), True)]) is None
+    long = tuple((f"method.some_long_key_{i}", "value") for i in range(4))
+    assert all(len(line) <= 48 for line in panel_title(long, 48).split("\n")) and "\n" in panel_title(long, 48)
