@@ -29,7 +29,7 @@ sweep() {  # sweep file stem; the output is the default folder sweeps/<stem> (th
   echo "  $1: $(( $(date +%s) - t0 )) s" >&2
 }
 echo "== main job" >&2
-bash scripts/main.sh --no-build >/dev/null
+bash scripts/main.sh --no-build --results >/dev/null
 echo "== delay scaling" >&2
 python3 scripts/delay_scaling.py --bin "$stale" --jobs "$jobs" >/dev/null
 echo "== E1–E4 sweeps" >&2
