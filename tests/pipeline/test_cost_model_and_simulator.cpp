@@ -62,7 +62,9 @@ TEST_CASE("bad schedule parameters are user errors: unknown names list the valid
   p = {4, 8};
   p.replicas = 2;
   CHECK(error_of([&] { make_schedule("paci", p); }).find("replicas applies only to localsgd") != std::string::npos);
-  CHECK(error_of([] { make_schedule("interleaved", {4, 6}); }).find("multiples of stages") != std::string::npos);
+  // PyTorch's rule: 13 micro-batches at S = 4 are 3 rounds, which 13 is not a multiple of; 6 (one round of 6) is fine
+  CHECK(error_of([] { make_schedule("interleaved", {4, 13, 13}); }).find("not a whole number of 3 rounds") != std::string::npos);
+  CHECK_NOTHROW(make_schedule("interleaved", {4, 6, 6}));
 }
 
 TEST_CASE("random costs with a seed are reproducible, and another seed gives another timeline") {
