@@ -99,6 +99,8 @@ PlanOptions PlanOptions::from_config(const Config& cfg, const std::string& sched
   if (info.chunked) o.params.chunks = static_cast<int>(cfg.get_int("method.chunks"));
   else if (cfg.get_int("method.chunks") != 0) config_error("method.chunks", "applies only to method.name = \"interleaved\"");
   if (o.params.chunks == 0 && info.chunked) o.params.chunks = 2;
+  // a V-shaped schedule places two chunks per device: objective.stages counts both
+  if (info.v_shape) o.params.chunks = 2;
   o.costs = cost_model_from_config(cfg);
   o.updates = cfg.get_int("method.updates");
   o.time_budget = cfg.get_float("method.time_budget");

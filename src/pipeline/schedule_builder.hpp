@@ -25,6 +25,11 @@ class ProgramBuilder {
   void B(int device, int64_t block, int64_t mb) { push(device, OpKind::Backward, block, mb); }
   void W(int device, int64_t block, int64_t mb) { push(device, OpKind::Weight, block, mb); }
   int64_t emitted(int device) const { return cursor_[device] - s_.offsets[device]; }
+  // ORs `flag` into the device's last pushed op (op_flag::Overlap on an F of a F&B pair)
+  void flag_last(int device, uint8_t flag) {
+    STALE_CHECK(cursor_[device] > s_.offsets[device], "flag_last before any op");
+    s_.ops[cursor_[device] - 1].flags |= flag;
+  }
   // checks that every device got exactly the ops it declared
   void finish() const;
 

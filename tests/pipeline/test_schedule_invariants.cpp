@@ -34,6 +34,11 @@ ScheduleParams random_params(const std::string& name, Rng& rng) {
   } else if (info.replicated) {
     p.replicas = 1 + static_cast<int>(rng.uniform_int(p.stages + 2));
     p.local_steps = 1 + static_cast<int>(rng.uniform_int(4));
+  } else if (info.min_microbatches_per_device > 0) {
+    // whole mini-batches of at least the least the schedule takes
+    const int64_t least = int64_t{info.min_microbatches_per_device} * p.stages;
+    p.accumulation = static_cast<int>(least + rng.uniform_int(3 * p.stages));
+    p.microbatches = p.accumulation * (1 + static_cast<int64_t>(rng.uniform_int(3)));
   } else if (info.accumulates && rng.uniform() < 0.7) {
     p.accumulation = 1 + static_cast<int>(rng.uniform_int(p.microbatches + 2));
   }

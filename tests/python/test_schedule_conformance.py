@@ -10,10 +10,11 @@ PyTorch's programs are taken from PyTorch itself, never rewritten here:
     `pipeline_order` (the compute actions the runtime interleaves its communication with)
     read with the idle slots (None) dropped.
 stale's programs come from the `stale schedule` CLI's schedule file (/schedule: ops in
-device-program order). A stale op is (block, kind, micro-batch), kind F, B or W. PyTorch's I
-(input gradient) is stale's B of a split-backward schedule; its B (full backward) is stale's B
-in a schedule without a split and B then W (same block and micro-batch, back to back) in one
-with a split.
+device-program order). A stale op is (block, kind, micro-batch), kind F, B or W, and F& for
+the F of an overlapped F&B pair (op_flag::Overlap). PyTorch's I (input gradient) is stale's B
+of a split-backward schedule; its B (full backward) is stale's B in a schedule without a split
+and B then W (same block and micro-batch, back to back) in one with a split (DualPipeV mixes
+both); its OVERLAP_F_B(F, B) is F& followed by that backward.
 
 Differences that are conventions are listed in CONVENTIONS with their reason: the test
 applies the stated mapping and then requires equality, and also requires that the raw
@@ -112,7 +113,12 @@ def _multi_stage_programs(cls, S: int, M: int, v: int, split: bool) -> list[Prog
         for a in sched.pipeline_order[rank]:
             if a is None:
                 continue
-            ops += _compute_ops(a, split)
+            if a.computation_type.value == "OVERLAP_F_B":  # an F&B pair: its F marked, then its backward
+                f, b = a.sub_actions
+                ops.append((f.stage_index, "F&", f.microbatch_index))
+                ops += _compute_ops(b, split)
+            else:
+                ops += _compute_ops(a, split)
         programs.append(ops)
     return programs
 
@@ -148,10 +154,11 @@ def stale_programs(stale_bin: str, tmp_path, name: str, S: int, M: int, v: int =
         return None
     with h5py.File(out, "r") as f:
         g = f["/schedule"]
-        stage, block, kind, mb = (g[k][()] for k in ("stage", "block", "kind", "microbatch"))
+        stage, block, kind, mb, flags = (g[k][()] for k in ("stage", "block", "kind", "microbatch", "flags"))
     programs: list[Program] = [[] for _ in range(S)]
-    for d, b, k, m in zip(stage, block, kind, mb):
-        programs[int(d)].append((int(b), "FBW"[int(k)], int(m)))
+    for d, b, k, m, fl in zip(stage, block, kind, mb, flags):
+        letter = "FBW"[int(k)] + ("&" if int(fl) & 4 else "")  # 4: op_flag::Overlap, an F&B pair's F
+        programs[int(d)].append((int(b), letter, int(m)))
     return programs
 
 
@@ -202,6 +209,9 @@ PAIRS = [
         "number of them (S = 2: M = 7); with one stage per rank the rounds change nothing in its program, and "
         "stale's zb-h1, written per device as 1F1B plus deferred W, takes any M")),
     Pair("interleaved", "ScheduleInterleaved1F1B", chunks=(2, 3)),
+    # V placement: PyTorch's stage 2S - 1 - r on rank r is stale's block 2S - 1 - r on device r
+    Pair("zb-v", "ScheduleZBVZeroBubble", torch_chunks=lambda v: 2, split=True),
+    Pair("dualpipev", "ScheduleDualPipeV", torch_chunks=lambda v: 2, split=True),
 ]
 
 
@@ -269,6 +279,19 @@ def test_the_comparison_fails_on_a_perturbed_program(stale_bin, tmp_path, monkey
     assert compare(None, want, None) == "stale refuses"
     assert compare(got, None, None) == "PyTorch refuses"  # accepting more is a failure unless stated
     assert compare(got, None, None, "a reason") == ""
+    # DualPipeV: an F&B pair written as a plain F fails; ZB-V: chunk 1 placed looped (block S + d) fails
+    dp = next(p for p in PAIRS if p.stale == "dualpipev")
+    d_want = _torch_programs(dp, S, M, 0, monkeypatch)
+    d_got = stale_programs(stale_bin, tmp_path, "dualpipev", S, M)
+    assert compare(d_got, d_want, None) == ""
+    plain = [[(b, k.rstrip("&"), m) for b, k, m in p] for p in d_got]
+    assert "F&" in compare(plain, d_want, None)
+    zv = next(p for p in PAIRS if p.stale == "zb-v")
+    z_want = _torch_programs(zv, S, M, 0, monkeypatch)
+    z_got = stale_programs(stale_bin, tmp_path, "zb-v", S, M)
+    assert compare(z_got, z_want, None) == ""
+    looped = [[(S + d if b >= S else b, k, m) for b, k, m in p] for d, p in enumerate(z_got)]
+    assert compare(looped, z_want, None) != ""
     # a convention must still be needed, and its mapping must be what makes the programs agree
     gp = next(p for p in PAIRS if p.stale == "gpipe")
     g_want = _torch_programs(gp, S, M, 0, monkeypatch)
