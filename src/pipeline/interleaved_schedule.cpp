@@ -24,28 +24,17 @@ namespace stale::detail {
 
 namespace {
 
-// micro-batches per round for a mini-batch of n (PyTorch's flexible rule); throws when n is
-// not a whole number of rounds
-int64_t round_size(int S, int64_t n) {
-  const int64_t rounds = std::max<int64_t>(1, n / S);
-  if (n % rounds != 0)
-    throw UserError("schedule interleaved: a mini-batch of " + std::to_string(n) + " micro-batches is not a whole number of " +
-                    std::to_string(rounds) + " rounds (max(1, n / stages) with stages = " + std::to_string(S) +
-                    "), as PyTorch's ScheduleInterleaved1F1B requires; choose microbatches and accumulation accordingly");
-  return n / rounds;
-}
-
 Schedule make_interleaved(const ScheduleParams& p) {
   Schedule s = base_schedule("interleaved", p);
   const int S = s.stages, v = s.chunks;
   const int64_t M = s.microbatches, m = s.accumulation;
-  for (int64_t first = 0; first < M; first += m) round_size(S, std::min(m, M - first));  // every group, before any op
+  for (int64_t first = 0; first < M; first += m) round_size("interleaved", S, std::min(m, M - first));  // every group, before any op
   ProgramBuilder out(s, 2 * M * v);
   s.inflight_bound.assign(S, 0);
   for (int d = 0; d < S; ++d) {
     for (int64_t first = 0; first < M; first += m) {
       const int64_t n = std::min(m, M - first);
-      const int64_t P = round_size(S, n), group = P * v;
+      const int64_t P = round_size("interleaved", S, n), group = P * v;
       const int64_t total = n * v;
       // with one chunk Megatron-LM runs its plain 1F1B schedule (S − d − 1 warm-up forwards)
       const int64_t warmup = v == 1 ? std::min<int64_t>(total, S - d - 1)

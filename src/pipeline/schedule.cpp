@@ -21,6 +21,14 @@ const ScheduleInfo& entry(const std::string& name) {
   throw UserError("unknown schedule '" + name + "'; valid: " + ScheduleRegistry::names_text());
 }
 
+// the schedules that take chunks, from their registry traits
+std::string chunked_names() {
+  std::string out;
+  for (const ScheduleInfo& e : ScheduleRegistry::entries())
+    if (e.chunked) out += (out.empty() ? "" : ", ") + e.name;
+  return out;
+}
+
 // Fills defaults and rejects parameters that do not apply, so that a typo'd option is never
 // silently ignored.
 ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
@@ -47,7 +55,7 @@ ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
   } else if (info.chunked) {
     if (p.chunks == 0) p.chunks = 2;
   } else if (p.chunks > 1) {
-    bad(name, "chunks applies only to interleaved");
+    bad(name, "chunks applies only to interleaved schedules (" + chunked_names() + ")");
   }
   if (p.chunks == 0) p.chunks = 1;
   if (!info.accumulates && p.accumulation > 1)
@@ -158,6 +166,16 @@ ProgramBuilder::ProgramBuilder(Schedule& s, const std::vector<int64_t>& ops_per_
 void ProgramBuilder::finish() const {
   for (int d = 0; d < s_.stages; ++d)
     STALE_CHECK(cursor_[d] == s_.offsets[d + 1], "a generator emitted fewer ops than it declared");
+}
+
+int64_t round_size(const std::string& schedule, int S, int64_t n) {
+  const int64_t rounds = std::max<int64_t>(1, n / S);
+  if (n % rounds != 0)
+    throw UserError("schedule " + schedule + ": a mini-batch of " + std::to_string(n) +
+                    " micro-batches is not a whole number of " + std::to_string(rounds) +
+                    " rounds (max(1, n / stages) with stages = " + std::to_string(S) +
+                    "), as PyTorch's interleaved schedules require; choose microbatches and accumulation accordingly");
+  return n / rounds;
 }
 
 Schedule base_schedule(const std::string& name, const ScheduleParams& p) {

@@ -38,6 +38,11 @@ class ProgramBuilder {
   std::vector<int64_t> cursor_;
 };
 
+// Micro-batches per round P when a chunked schedule cuts a mini-batch of n into
+// max(1, ⌊n / S⌋) rounds (PyTorch's rule for its interleaved schedules); UserError naming
+// `schedule` when n is not a whole number of rounds.
+int64_t round_size(const std::string& schedule, int S, int64_t n);
+
 // The size of mini-batch g when M micro-batches are cut into groups of m (the last may be short).
 inline int64_t group_size(int64_t M, int64_t m, int64_t g) { return std::min(m, M - g * m); }
 

@@ -124,3 +124,54 @@ TEST_CASE("naive runs one op at a time: makespan is the sum of every op") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("interleaved-zb with one chunk is zb-h1's program, op for op") {
+  for (int S : {1, 2, 4, 5})
+    for (int64_t n : {int64_t{S}, 2 * int64_t{S}, 3 * int64_t{S}}) {
+      CAPTURE(S);
+      CAPTURE(n);
+      ScheduleParams p{S, 2 * n, static_cast<int>(n)};
+      p.chunks = 1;
+      const Schedule a = make_schedule("interleaved-zb", p);
+      p.chunks = 0;
+      const Schedule b = make_schedule("zb-h1", p);
+      REQUIRE(a.ops.size() == b.ops.size());
+      bool same = a.offsets == b.offsets;
+      for (size_t i = 0; i < a.ops.size(); ++i)
+        same &= a.ops[i].block == b.ops[i].block && a.ops[i].kind == b.ops[i].kind &&
+                a.ops[i].microbatch == b.ops[i].microbatch && a.ops[i].flags == b.ops[i].flags;
+      CHECK(same);
+    }
+}
+
+TEST_CASE("interleaved-zb with t_F = t_B = t_W takes (3vn + S - 1)/v for a mini-batch of n >= 2S: each device idles "
+          "S - 1 chunk slots") {
+  CostModel c;
+  c.set("weight=1");
+  for (int S : {1, 2, 3, 4, 8})
+    for (int v : {2, 3})
+      for (int64_t n : {2 * int64_t{S}, 3 * int64_t{S}, 4 * int64_t{S}}) {
+        CAPTURE(S);
+        CAPTURE(v);
+        CAPTURE(n);
+        ScheduleParams p{S, n, static_cast<int>(n)};
+        p.chunks = v;
+        const SimResult r = simulate(make_schedule("interleaved-zb", p), c);
+        CHECK(r.makespan == doctest::Approx(double(3 * v * n + S - 1) / v).epsilon(1e-12));
+      }
+}
+
+TEST_CASE("looped-bfs with t_F = t_B takes 2(vn + S - 1)/v for a mini-batch of n >= S, holding all vn chunk activations") {
+  for (int S : {1, 2, 4, 8})
+    for (int v : {1, 2, 3})
+      for (int64_t n : {int64_t{S}, int64_t{S} + 1, 3 * int64_t{S}}) {
+        CAPTURE(S);
+        CAPTURE(v);
+        CAPTURE(n);
+        ScheduleParams p{S, n, static_cast<int>(n)};
+        p.chunks = v;
+        const SimResult r = simulate(make_schedule("looped-bfs", p));
+        CHECK(r.makespan == doctest::Approx(2.0 * double(v * n + S - 1) / v).epsilon(1e-12));
+        CHECK(r.peak_inflight == std::vector<int64_t>(S, v * n));
+      }
+}

@@ -209,6 +209,8 @@ PAIRS = [
         "number of them (S = 2: M = 7); with one stage per rank the rounds change nothing in its program, and "
         "stale's zb-h1, written per device as 1F1B plus deferred W, takes any M")),
     Pair("interleaved", "ScheduleInterleaved1F1B", chunks=(2, 3)),
+    Pair("interleaved-zb", "ScheduleInterleavedZeroBubble", chunks=(2, 3), split=True),
+    Pair("looped-bfs", "ScheduleLoopedBFS", chunks=(2, 3)),
     # V placement: PyTorch's stage 2S - 1 - r on rank r is stale's block 2S - 1 - r on device r
     Pair("zb-v", "ScheduleZBVZeroBubble", torch_chunks=lambda v: 2, split=True),
     Pair("dualpipev", "ScheduleDualPipeV", torch_chunks=lambda v: 2, split=True),
