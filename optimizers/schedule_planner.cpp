@@ -97,8 +97,15 @@ PlanOptions PlanOptions::from_config(const Config& cfg, const std::string& sched
       if (cfg.get_int(key) != 0) config_error(key, "applies only to method.name = \"localsgd\"");
   }
   if (info.chunked) o.params.chunks = static_cast<int>(cfg.get_int("method.chunks"));
-  else if (cfg.get_int("method.chunks") != 0) config_error("method.chunks", "applies only to method.name = \"interleaved\"");
+  else if (cfg.get_int("method.chunks") != 0) {
+    std::string chunked;  // the schedules whose traits take chunks (their methods share the names)
+    for (const ScheduleInfo& e : schedule_catalog())
+      if (e.chunked) chunked += (chunked.empty() ? "" : ", ") + e.name;
+    config_error("method.chunks", "applies only to the interleaved schedules' methods (" + chunked + ")");
+  }
   if (o.params.chunks == 0 && info.chunked) o.params.chunks = 2;
+  // a V-shaped schedule places two chunks per device: objective.stages counts both
+  if (info.v_shape) o.params.chunks = 2;
   o.costs = cost_model_from_config(cfg);
   o.updates = cfg.get_int("method.updates");
   o.time_budget = cfg.get_float("method.time_budget");

@@ -5,11 +5,14 @@ schedule method (`stale run … method.name=pipedream`).
 
   scripts/plot_schedule.py FILE.h5 [-o out.png] [--until T] [--no-labels]
 
-One row per stage (device), time to the right. F is blue, B green, W purple; an optimizer
-step (flag on the op that carries it) is marked by a black tick at the op's end, a replica
-average by a red one; later model chunks of the interleaved schedule are lighter. Each cell shows its micro-batch number (micro-batch.chunk for the
-interleaved schedule) when it is wide enough. Idle time is hatched, so the bubble is what you see.
-The title gives makespan, bubble fraction and the steady-state delays.
+One row per stage (device), time to the right, each row labelled with the blocks its device
+holds (a V placement, zb-v and dualpipev, shows as blocks d and 2S - 1 - d, and the title says
+"V"). F is blue, B green, W purple; an optimizer step (flag on the op that carries it) is
+marked by a black tick at the op's end, a replica average by a red one; later model chunks
+are lighter; an overlapped F&B pair (dualpipev) is framed by a dashed box. Each cell shows its
+micro-batch number (micro-batch.chunk with several chunks) when it is wide enough. Idle time is
+hatched, so the bubble is what you see. The title gives makespan, bubble fraction and the
+steady-state delays.
 """
 from __future__ import annotations
 
@@ -100,6 +103,11 @@ def main(argv=None):
         colors.append(tuple(rgb + (1 - rgb) * shade))
     ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="white", linewidths=0.4))
 
+    # an F&B pair: the F flagged 4 (op_flag::Overlap) and the B and W after it on its device
+    for i in np.nonzero(flags & 4)[0]:
+        j = min(i + 2, len(end) - 1)
+        ax.add_patch(Rectangle((start[i], stage[i] - 0.46), end[j] - start[i], 0.92, fill=False, edgecolor="black",
+                               linestyle="--", lw=0.9))
     for t1, s, fl in zip(end, stage, flags):
         if fl & 1:
             ax.plot([t1, t1], [s - 0.4, s + 0.4], color="black", lw=0.8)
@@ -109,10 +117,13 @@ def main(argv=None):
     ax.set_xlim(0, horizon)
     ax.set_ylim(stages - 0.5, -0.5)
     ax.set_yticks(range(stages))
-    ax.set_yticklabels([f"stage {s}" for s in range(stages)])
+    held = [sorted(set(int(b) for b in ops["block"][ops["stage"] == s])) for s in range(stages)]
+    v_shape = chunks == 2 and stages > 1 and all(h == [s, 2 * stages - 1 - s] for s, h in enumerate(held))
+    ax.set_yticklabels([f"stage {s}" + (f" (blocks {', '.join(map(str, h))})" if chunks > 1 else "")
+                        for s, h in enumerate(held)])
     ax.set_xlabel("time (slots with unit costs)")
     title = (f"{info.get('schedule', '?')}: S={stages} M={info.get('microbatches', '?')}"
-             f" a={info.get('accumulation', '?')}" + (f" v={chunks}" if chunks > 1 else "")
+             f" a={info.get('accumulation', '?')}" + (f" v={chunks}" if chunks > 1 else "") + (" V" if v_shape else "")
              + f"   makespan {info['makespan']:.6g}   bubble {info['bubble']:.3f}")
     d = info.get("delay")
     if d and d.get("steady_updates", 0) > 0:
@@ -124,6 +135,8 @@ def main(argv=None):
     ax.set_title(title, fontsize=10)
     handles = [Patch(color=COLORS[k], label=NAMES[k]) for k in sorted(set(int(k) for k in kind))]
     handles.append(Patch(facecolor="white", edgecolor="#999999", hatch="///", label="idle"))
+    if (flags & 4).any():
+        handles.append(Patch(fill=False, edgecolor="black", linestyle="--", label="F&B pair"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
 

@@ -76,7 +76,7 @@ void add_schedule_command(CLI::App& app) {
   sub->add_option("--chunks,-v", c.params.chunks, "interleaved: model chunks per device (default 2)");
   sub->add_option("--costs", c.costs,
                   "cost model, key=value ...: forward, backward, weight (one value or one per stage, e.g. "
-                  "forward=1,1,2,1), latency, jitter, straggler_prob, straggler_slowdown, pareto_alpha, seed");
+                  "forward=1,1,2,1), overlap (dualpipev's F&B pairs, 0..1), latency, jitter, straggler_prob, straggler_slowdown, pareto_alpha, seed");
   sub->add_option("--steady-margin", c.steady_margin,
                   "micro-batches left out at each end for the steady-state delays (default 2 x blocks)");
   sub->add_option("--out,-o", c.out, "write the schedule file (HDF5)");

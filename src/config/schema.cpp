@@ -164,7 +164,7 @@ const std::vector<KeySpec>& table() {
           "micro-batches per optimizer step of a stage: PACI's a, GPipe/1F1B-flush/2BW's m (0 = the schedule's default)", 0, 2147483647.0),
       Int("method.replicas", 0, "localsgd: replicas R (0 = S)", 0, 2147483647.0),
       Int("method.local_steps", 0, "localsgd: local steps H per round (0 = 1)", 0, 2147483647.0),
-      Int("method.chunks", 0, "interleaved: model chunks v per device (0 = 2); objective.stages counts chunks", 0, 2147483647.0),
+      Int("method.chunks", 0, "interleaved, looped-bfs, interleaved-zb: model chunks v per device (0 = 2); zb-v and dualpipev hold 2, fixed; objective.stages counts chunks", 0, 2147483647.0),
       Component("method.optimizer", "sgd", "per-block update rule (`stale list` describes each)"),
       Float("method.momentum", 0.9, "momentum: β of the heavy-ball velocity", 0.0, false, 1.0),
       FloatBelow("method.beta1", 0.9, "adamw: β₁", 0.0, 1.0),

@@ -57,7 +57,7 @@ std::string join(const std::vector<double>& v) {
 }  // namespace
 
 const std::vector<std::string>& CostModel::keys() {
-  static const std::vector<std::string> k = {"forward", "backward", "weight", "latency", "jitter",
+  static const std::vector<std::string> k = {"forward", "backward", "weight", "overlap", "latency", "jitter",
                                              "straggler_prob", "straggler_slowdown", "pareto_alpha", "seed"};
   return k;
 }
@@ -69,6 +69,9 @@ void CostModel::set(const std::string& key, const std::string& value) {
     backward_ = parse_list(key, value, 0, true);
   } else if (key == "weight") {
     weight_ = parse_list(key, value, 0, false);
+  } else if (key == "overlap") {
+    overlap_ = parse_number(key, value, "expected a fraction in [0, 1]");
+    if (!(overlap_ >= 0 && overlap_ <= 1)) bad(key, value, "expected a fraction in [0, 1]");
   } else if (key == "latency") {
     latency_ = parse_number(key, value, "expected a number >= 0");
     if (!(latency_ >= 0)) bad(key, value, "expected a number >= 0");
@@ -118,6 +121,7 @@ std::string CostModel::describe() const {
      << " latency=" << latency_ << " jitter=" << jitter_ << " straggler_prob=" << straggler_prob_
      << " straggler_slowdown=" << straggler_slowdown_;
   if (pareto_alpha_ > 0) os << " pareto_alpha=" << pareto_alpha_;  // only when set: older files stay as they were
+  if (overlap_ > 0) os << " overlap=" << overlap_;                 // likewise
   os << " seed=" << seed_;
   return os.str();
 }

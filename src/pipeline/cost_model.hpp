@@ -7,6 +7,10 @@
 //    stage). In a schedule without split backward, B does the whole backward and takes
 //    t_B + t_W; with split backward (zb-h1) B takes t_B and W takes t_W. With v chunks per
 //    device (interleaved) each chunk op takes 1/v of its device's cost.
+//  - overlap ρ in [0, 1]: an F flagged op_flag::Overlap (DualPipe's F&B pair: that F and the
+//    whole backward B, W after it) is shortened by ρ·min(t_F, t_B + t_W): the fraction of the
+//    shorter half the pair hides behind the longer. 0 (default): the pair takes
+//    t_F + t_B + t_W, one after the other; 1: max(t_F, t_B + t_W).
 //  - latency: added to every dependency that crosses devices (activation or gradient
 //    transfer); the same device's next op does not pay it.
 //  - jitter σ: each op's duration is multiplied by exp(σ z − σ²/2), z ~ N(0, 1): lognormal
@@ -53,6 +57,7 @@ class CostModel {
     return *std::min_element(forward_.begin(), forward_.end()) + *std::min_element(backward_.begin(), backward_.end());
   }
   double latency() const { return latency_; }
+  double overlap() const { return overlap_; }
   double jitter() const { return jitter_; }
   double straggler_prob() const { return straggler_prob_; }
   double straggler_slowdown() const { return straggler_slowdown_; }
@@ -86,6 +91,7 @@ class CostModel {
   static double pick(const std::vector<double>& v, int device) { return v.size() == 1 ? v[0] : v[device]; }
   std::vector<double> forward_{1.0}, backward_{1.0}, weight_{0.0};
   double latency_ = 0.0;
+  double overlap_ = 0.0;
   double jitter_ = 0.0;
   double straggler_prob_ = 0.0;
   double straggler_slowdown_ = 1.0;

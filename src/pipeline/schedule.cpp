@@ -21,6 +21,14 @@ const ScheduleInfo& entry(const std::string& name) {
   throw UserError("unknown schedule '" + name + "'; valid: " + ScheduleRegistry::names_text());
 }
 
+// the schedules that take chunks, from their registry traits
+std::string chunked_names() {
+  std::string out;
+  for (const ScheduleInfo& e : ScheduleRegistry::entries())
+    if (e.chunked) out += (out.empty() ? "" : ", ") + e.name;
+  return out;
+}
+
 // Fills defaults and rejects parameters that do not apply, so that a typo'd option is never
 // silently ignored.
 ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
@@ -41,10 +49,13 @@ ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
     if (p.replicas > 0) bad(name, "replicas applies only to localsgd");
     if (p.local_steps > 0) bad(name, "local_steps applies only to localsgd");
   }
-  if (info.chunked) {
+  if (info.v_shape) {
+    if (p.chunks != 0 && p.chunks != 2) bad(name, "chunks is 2 for a V-shaped schedule (got " + std::to_string(p.chunks) + ")");
+    p.chunks = 2;
+  } else if (info.chunked) {
     if (p.chunks == 0) p.chunks = 2;
   } else if (p.chunks > 1) {
-    bad(name, "chunks applies only to interleaved");
+    bad(name, "chunks applies only to interleaved schedules (" + chunked_names() + ")");
   }
   if (p.chunks == 0) p.chunks = 1;
   if (!info.accumulates && p.accumulation > 1)
@@ -54,7 +65,9 @@ ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
   if (p.accumulation == 0) {
     // flush schedules and 2bw: one micro-batch per device (the fewest that keep every
     // device busy; for 2bw the least for which two versions suffice); the others step per B
-    p.accumulation = info.accumulation_defaults_to_stages ? p.stages : 1;
+    p.accumulation = info.min_microbatches_per_device > 0 ? info.min_microbatches_per_device * p.stages
+                     : info.accumulation_defaults_to_stages ? p.stages
+                                                            : 1;
   }
   const int64_t blocks = static_cast<int64_t>(p.stages) * p.chunks;
   if (blocks > std::numeric_limits<uint16_t>::max())
@@ -64,6 +77,18 @@ ScheduleParams resolve(const ScheduleInfo& info, ScheduleParams p) {
     bad(name, "stages x chunks x microbatches is too large (" + std::to_string(ops) +
                   " ops; at most 2^31, which is already 16 GiB of schedule)");
   return p;
+}
+
+// Every mini-batch (the last one may be short) holds the least the schedule takes. Apart from
+// resolve(), which callers use with a stand-in M (the memory guard sizes a schedule at M = 1).
+void check_minibatches(const ScheduleInfo& info, const ScheduleParams& p) {
+  const int64_t least = int64_t{info.min_microbatches_per_device} * p.stages;
+  if (least == 0) return;
+  const int64_t last = p.microbatches % p.accumulation;  // a short last mini-batch, or 0
+  if (p.accumulation < least || p.microbatches < least || (last > 0 && last < least))
+    bad(info.name, "every mini-batch needs at least " + std::to_string(least) + " micro-batches (" +
+                       std::to_string(info.min_microbatches_per_device) + " x stages); got microbatches " +
+                       std::to_string(p.microbatches) + ", accumulation " + std::to_string(p.accumulation));
 }
 
 }  // namespace
@@ -80,7 +105,9 @@ ScheduleParams resolve_schedule_params(const std::string& name, const SchedulePa
 
 Schedule make_schedule(const std::string& name, const ScheduleParams& params) {
   const ScheduleInfo& e = entry(name);
-  return e.make(resolve(e, params));
+  const ScheduleParams p = resolve(e, params);
+  check_minibatches(e, p);
+  return e.make(p);
 }
 
 void check_schedule(const Schedule& s) {
@@ -139,6 +166,16 @@ ProgramBuilder::ProgramBuilder(Schedule& s, const std::vector<int64_t>& ops_per_
 void ProgramBuilder::finish() const {
   for (int d = 0; d < s_.stages; ++d)
     STALE_CHECK(cursor_[d] == s_.offsets[d + 1], "a generator emitted fewer ops than it declared");
+}
+
+int64_t round_size(const std::string& schedule, int S, int64_t n) {
+  const int64_t rounds = std::max<int64_t>(1, n / S);
+  if (n % rounds != 0)
+    throw UserError("schedule " + schedule + ": a mini-batch of " + std::to_string(n) +
+                    " micro-batches is not a whole number of " + std::to_string(rounds) +
+                    " rounds (max(1, n / stages) with stages = " + std::to_string(S) +
+                    "), as PyTorch's interleaved schedules require; choose microbatches and accumulation accordingly");
+  return n / rounds;
 }
 
 Schedule base_schedule(const std::string& name, const ScheduleParams& p) {

@@ -37,6 +37,9 @@ inline char op_kind_letter(OpKind k) { return k == OpKind::Forward ? 'F' : k == 
 namespace op_flag {
 inline constexpr uint8_t Update = 1;   // optimizer step of the op's block after this op
 inline constexpr uint8_t Average = 2;  // replica average of the op's block after this op
+// on an F: it runs overlapped with the B (and its W) that follow it on the same device, as one
+// F&B chunk of DualPipe (the cost model's `overlap` says how much of the pair is hidden)
+inline constexpr uint8_t Overlap = 4;
 }  // namespace op_flag
 
 struct Op {
@@ -47,6 +50,7 @@ struct Op {
 
   bool updates() const { return flags & op_flag::Update; }
   bool averages() const { return flags & op_flag::Average; }
+  bool overlapped() const { return flags & op_flag::Overlap; }
 };
 static_assert(sizeof(Op) == 8, "Op is kept at 8 bytes: a schedule at S = 128, M = 1e5 holds 2.6e7 of them");
 
@@ -66,8 +70,15 @@ struct Schedule {
   std::vector<int64_t> offsets;  // device d runs ops[offsets[d] .. offsets[d + 1])
   std::vector<Op> ops;
 
+  // where the blocks live: looped (chunk c of device d is block c·S + d: interleaved) or V
+  // (device d holds blocks d and 2S − 1 − d, so a micro-batch goes down the devices and back
+  // up: zb-v, dualpipev; the turn at device S − 1 needs no transfer)
+  bool v_shape = false;
+
   int blocks() const { return stages * chunks; }
-  int device_of(int block) const { return block % stages; }
+  int device_of(int block) const {
+    return v_shape ? (block < stages ? block : 2 * stages - 1 - block) : block % stages;
+  }
   int replica_of(int64_t mb) const { return replicas == 1 ? 0 : static_cast<int>(mb % replicas); }
   // the op that completes a block's gradient for a micro-batch, and so may carry a step
   OpKind gradient_kind() const { return split_backward ? OpKind::Weight : OpKind::Backward; }
@@ -85,7 +96,7 @@ struct ScheduleParams {
   int accumulation = 0;
   int replicas = 0;     // LocalSGD only; default = stages
   int local_steps = 0;  // LocalSGD only; default 1
-  int chunks = 0;       // interleaved only; default 2
+  int chunks = 0;       // interleaved only (default 2); V-shaped schedules: 2, fixed
   bool operator==(const ScheduleParams&) const = default;  // every field: the plan cache's key
 };
 
@@ -106,9 +117,14 @@ struct ScheduleInfo {
   bool accumulates = false;     // accepts accumulation > 1
   bool replicated = false;      // replicas / local_steps apply (LocalSGD)
   bool chunked = false;         // chunks apply (interleaved)
+  // two chunks per device in a V (Schedule::v_shape): chunks is fixed at 2, not a choice
+  bool v_shape = false;
   // what accumulation = 0 means: S (one micro-batch per device) when set, else 1
   bool accumulation_defaults_to_stages = false;
   std::string default_accumulation;  // that default in words (for listings)
+  // every mini-batch needs at least this many micro-batches per device (dualpipev: 2, one per
+  // chunk); when set, it is also the default accumulation (× S)
+  int min_microbatches_per_device = 0;
   // the generator; parameters arrive validated, with every default filled in
   Schedule (*make)(const ScheduleParams&) = nullptr;
 };

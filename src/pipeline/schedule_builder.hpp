@@ -25,6 +25,11 @@ class ProgramBuilder {
   void B(int device, int64_t block, int64_t mb) { push(device, OpKind::Backward, block, mb); }
   void W(int device, int64_t block, int64_t mb) { push(device, OpKind::Weight, block, mb); }
   int64_t emitted(int device) const { return cursor_[device] - s_.offsets[device]; }
+  // ORs `flag` into the device's last pushed op (op_flag::Overlap on an F of a F&B pair)
+  void flag_last(int device, uint8_t flag) {
+    STALE_CHECK(cursor_[device] > s_.offsets[device], "flag_last before any op");
+    s_.ops[cursor_[device] - 1].flags |= flag;
+  }
   // checks that every device got exactly the ops it declared
   void finish() const;
 
@@ -32,6 +37,11 @@ class ProgramBuilder {
   Schedule& s_;
   std::vector<int64_t> cursor_;
 };
+
+// Micro-batches per round P when a chunked schedule cuts a mini-batch of n into
+// max(1, ⌊n / S⌋) rounds (PyTorch's rule for its interleaved schedules); UserError naming
+// `schedule` when n is not a whole number of rounds.
+int64_t round_size(const std::string& schedule, int S, int64_t n);
 
 // The size of mini-batch g when M micro-batches are cut into groups of m (the last may be short).
 inline int64_t group_size(int64_t M, int64_t m, int64_t g) { return std::min(m, M - g * m); }

@@ -6,7 +6,10 @@
 // gpipe (Huang et al., NeurIPS 2019): per mini-batch of m = `a` micro-batches, all F in order,
 //   then all B in reverse order (the last forward's activations are freshest, as in
 //   torchgpipe), then the flush: each block steps after its last B of the mini-batch. Bubble
-//   (S − 1)/(m + S − 1) with t_F = t_B.
+//   (S − 1)/(m + S − 1) with t_F = t_B. The B order is a convention: PyTorch's ScheduleGPipe
+//   takes them oldest first. Same makespan (equal costs), peak activations, iterates and
+//   delays; newest first frees the last micro-batch's activations first, oldest first
+//   micro-batch 0's (docs/design.md "Schedule"; tests/python/test_schedule_conformance.py).
 // 1f1b-flush (PipeDream-Flush, Narayanan et al. 2021; DAPPLE, Fan et al. 2021): stage s does
 //   min(S − 1 − s, m) warm-up F, then alternates F and B, then the cool-down B, and flushes
 //   per mini-batch. Same bubble as GPipe, but stage s holds at most S − s activations.

@@ -181,6 +181,8 @@ double Simulation::nominal_duration(int d) {
   // caller asks: the same draws as when simulate() took them ahead of the op's start
   const Op& op = s_.ops[pc_[d]];
   double t = op.kind == OpKind::Forward ? durF_[d] : op.kind == OpKind::Backward ? durB_[d] : durW_[d];
+  // an F&B pair (DualPipe) hides overlap·min(t_F, t_B + t_W) of itself; the F carries the saving
+  if (op.overlapped()) t -= costs_.overlap() * std::min(durF_[d], durB_[d] + durW_[d]);
   if (!noise_.empty()) t *= noise_[d].next();
   return t;
 }

@@ -52,7 +52,7 @@ TEST_CASE("bad cost settings are user errors that name the key and what is valid
 TEST_CASE("bad schedule parameters are user errors: unknown names list the valid ones") {
   const std::string unknown = error_of([] { make_schedule("pipedreem", {4, 8}); });
   CHECK(unknown.find("unknown schedule 'pipedreem'; valid: naive, gpipe, 1f1b-flush, pipedream, pipedream-capped, paci, 2bw, "
-                     "interleaved, zb-h1, localsgd") != std::string::npos);
+                     "interleaved, looped-bfs, interleaved-zb, zb-h1, zb-v, dualpipev, localsgd") != std::string::npos);
   CHECK(error_of([] { make_schedule("gpipe", {0, 8}); }).find("stages must be >= 1 (got 0)") != std::string::npos);
   CHECK(error_of([] { make_schedule("gpipe", {2, 0}); }).find("microbatches must be >= 1") != std::string::npos);
   CHECK(error_of([] { make_schedule("pipedream", {4, 8, 2}); }).find("accumulation must be 1") != std::string::npos);
@@ -62,7 +62,9 @@ TEST_CASE("bad schedule parameters are user errors: unknown names list the valid
   p = {4, 8};
   p.replicas = 2;
   CHECK(error_of([&] { make_schedule("paci", p); }).find("replicas applies only to localsgd") != std::string::npos);
-  CHECK(error_of([] { make_schedule("interleaved", {4, 6}); }).find("multiples of stages") != std::string::npos);
+  // PyTorch's rule: 13 micro-batches at S = 4 are 3 rounds, which 13 is not a multiple of; 6 (one round of 6) is fine
+  CHECK(error_of([] { make_schedule("interleaved", {4, 13, 13}); }).find("not a whole number of 3 rounds") != std::string::npos);
+  CHECK_NOTHROW(make_schedule("interleaved", {4, 6, 6}));
 }
 
 TEST_CASE("random costs with a seed are reproducible, and another seed gives another timeline") {
@@ -85,7 +87,8 @@ TEST_CASE("doubling every cost doubles the timeline and the makespan and leaves 
   for (const auto& name : schedule_names())
     for (int t = 0; t < 4; ++t) {
       ScheduleParams p{2 + static_cast<int>(rng.uniform_int(5)), 24};
-      if (name == "interleaved") p.microbatches = p.stages * 6;
+      if (schedule_info(name).chunked) p.microbatches = p.stages * 6;
+      if (schedule_info(name).min_microbatches_per_device > 0) p.accumulation = 24;  // one mini-batch, >= 2S (dualpipev)
       const Schedule s = make_schedule(name, p);
       const CostModel c = test::random_costs(rng, p.stages);
       const SimResult a = simulate(s, c, opt), b = simulate(s, c.scaled(2.0), opt);

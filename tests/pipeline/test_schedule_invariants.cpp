@@ -24,12 +24,21 @@ ScheduleParams random_params(const std::string& name, Rng& rng) {
   p.microbatches = 1 + static_cast<int64_t>(rng.uniform_int(40));
   if (info.chunked) {
     p.chunks = 1 + static_cast<int>(rng.uniform_int(3));
-    const int64_t k = 1 + static_cast<int64_t>(rng.uniform_int(6));
-    p.microbatches = p.stages * k;
-    p.accumulation = p.stages * static_cast<int>(1 + rng.uniform_int(k));
+    // a mini-batch PyTorch's interleaved rule accepts (a whole number of max(1, n / S) rounds:
+    // n < S, S + 1, multiples of S, ...), repeated k times
+    int64_t n = 0;
+    do n = 1 + static_cast<int64_t>(rng.uniform_int(4 * p.stages)); while (n % std::max<int64_t>(1, n / p.stages) != 0);
+    const int64_t k = 1 + static_cast<int64_t>(rng.uniform_int(4));
+    p.accumulation = static_cast<int>(n);
+    p.microbatches = n * k;
   } else if (info.replicated) {
     p.replicas = 1 + static_cast<int>(rng.uniform_int(p.stages + 2));
     p.local_steps = 1 + static_cast<int>(rng.uniform_int(4));
+  } else if (info.min_microbatches_per_device > 0) {
+    // whole mini-batches of at least the least the schedule takes
+    const int64_t least = int64_t{info.min_microbatches_per_device} * p.stages;
+    p.accumulation = static_cast<int>(least + rng.uniform_int(3 * p.stages));
+    p.microbatches = p.accumulation * (1 + static_cast<int64_t>(rng.uniform_int(3)));
   } else if (info.accumulates && rng.uniform() < 0.7) {
     p.accumulation = 1 + static_cast<int>(rng.uniform_int(p.microbatches + 2));
   }
