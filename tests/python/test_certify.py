@@ -1,0 +1,161 @@
+"""PEP certificates (python/stale/certify.py, issue 46): known values against PEPit's own examples,
+soundness against runs that could exceed a wrong certificate, and trust checks that refuse.
+Every case is K ≤ 8 (each solve well under 3 s with Clarabel on 2 cores)."""
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PEPit", reason='PEPit is not installed: pip install "stale[certify]" (pepit, cvxpy, clarabel, scs)')
+pytest.importorskip("clarabel", reason='clarabel is not installed: pip install "stale[certify]"')
+import stale  # noqa: E402
+
+C = importlib.import_module("stale.certify")  # stale.certify is the function; the module by name
+warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+
+# pipedream's own 1F1B pattern on S = 2 blocks, K = 8: reads up to δ = 3 versions old, and the
+# convex PEP of it solves to status "optimal" with every check passing (a case the tests can trust)
+PD = {"method.name": "pipedream", "objective.stages": 2, "method.updates": 8, "method.lr": 0.5}
+TOL = 1e-6  # the checks' default tolerance; Clarabel's own are 1e-8
+
+
+def test_gradient_descent_nonconvex_equals_pepit_example():
+    """S = 1, δ = 0 is gradient descent; with PEPit's example's measure (min_{k≤K} ‖∇f(w_k)‖²) and
+    initial condition (f(w_0) − f(w_K) ≤ 1) the harness's PEP is that example."""
+    from PEPit.examples.nonconvex_optimization.gradient_descent import wc_gradient_descent
+    pat = C.read_pattern(None, **{"method.name": "bcd", "objective.stages": 1, "method.updates": 5, "method.lr": 1.0})
+    assert (pat.delays == 0).all() and (pat.stages == 0).all()
+    r = C.solve(pat, "nonconvex", 1.0, measure="min", initial="last")
+    ref, theory = wc_gradient_descent(L=1, gamma=1, n=5, wrapper="cvxpy", solver="CLARABEL", verbose=-1)
+    assert "refused" not in r
+    assert r["worst_case"] == pytest.approx(ref, abs=1e-7)
+    assert r["worst_case"] == pytest.approx(theory, abs=1e-7)  # 4/(3n): Abbaszadehpeivasti et al.
+
+
+def test_gradient_descent_convex_equals_pepit_example():
+    from PEPit.examples.unconstrained_convex_minimization.gradient_descent import wc_gradient_descent
+    pat = C.read_pattern(None, **{"method.name": "bcd", "objective.stages": 1, "method.updates": 4, "method.lr": 1.0})
+    r = C.solve(pat, "convex", 1.0)
+    ref, theory = wc_gradient_descent(L=1, gamma=1, n=4, wrapper="cvxpy", solver="CLARABEL", verbose=-1)
+    assert "refused" not in r
+    assert r["worst_case"] == pytest.approx(ref, abs=1e-7)
+    assert r["worst_case"] == pytest.approx(theory, abs=1e-6)  # L/(4n + 2) (Drori & Teboulle)
+
+
+def test_pattern_is_the_executors_and_independent_of_the_objective():
+    """The certificate's reads are the run's: Run.delays / metrics `stage` of the config's own
+    objective equal those of the probe quadratic (separate seeded streams, theory.md §2)."""
+    ov = {"method.name": "rpd", "delay.name": "uniform", "delay.max": 3, "objective.stages": 4, "method.updates": 12,
+          "objective.dim": 16, "objective.samples": 40, "log.every": 1, "log.progress": False, "seed": 7}
+    pat = C.read_pattern(None, **ov)
+    own = stale.run(None, **ov)
+    assert np.array_equal(pat.delays, own.delays)
+    assert np.array_equal(pat.stages, own.series("stage")[1:])
+    # the numpy twin reproduces the executor's iterates on its probe quadratic
+    o = stale.objective(None, **{k: v for k, v in pat.run.config.items() if k.startswith(("objective.", "seed"))})
+    X, y = o["X"], o["y"]
+    ws, wK = C.replay(pat, lambda w: X.T @ (X @ w - y) / X.shape[0], pat.run.iterates[0])
+    assert np.abs(np.array(ws + [wK]) - pat.run.iterates).max() < 1e-12
+
+
+def test_refuses_methods_the_pep_cannot_express():
+    for name in ("pipedream-nostash", "pipemare", "paci", "2bw", "localsgd"):
+        with pytest.raises(stale.ConfigError, match=f"method.name = {name}"):
+            C.read_pattern(None, **{"method.name": name, "objective.stages": 2, "method.updates": 8})
+    with pytest.raises(stale.ConfigError, match="method.optimizer"):
+        C.read_pattern(None, **PD, **{"method.optimizer": "momentum"})
+
+
+def test_runs_never_exceed_the_certificate_and_a_wrong_pattern_differs():
+    """Soundness that can fail: 60 random quadratics (eigenvalues in [0, 1], random rotations)
+    and 20 logistic regressions (L = ‖X‖²/(4n) scaled to 1) run with the certified pattern stay
+    below the worst case; the pattern one version fresher gives another certificate, which
+    run of the true pattern exceeds or which differs by more than 10 tol."""
+    pat = C.read_pattern(None, **PD)
+    assert pat.delta == 3
+    r = C.solve(pat, "convex", 1.0)
+    assert "refused" not in r, r.get("refused")
+    wc = r["worst_case"]
+    rng = np.random.default_rng(46)
+    runs = []
+    for _ in range(60):
+        q = C.random_quadratic(6, 1.0, 0.0, rng)
+        w0 = q["w_star"] + rng.standard_normal(6)
+        runs.append(C.measure_value(pat, "convex", q["f"], q["grad"], w0, 0.0, q["w_star"]))
+    assert max(runs) <= wc + TOL
+    assert max(runs) > 0.05 * wc  # the instances are not trivially far below it
+    for _ in range(20):  # logistic regression, minimiser found by Newton's method
+        n, d = 30, 6
+        X = rng.standard_normal((n, d))
+        X /= np.sqrt(np.linalg.eigvalsh(X.T @ X / (4 * n)).max())  # L = λ_max(XᵀX)/(4n) = 1
+        yl = rng.choice([-1.0, 1.0], n)
+        lam = 1e-3
+
+        def f(w):
+            return np.mean(np.logaddexp(0, -yl * (X @ w))) + 0.5 * lam * w @ w
+
+        def grad(w):
+            return -X.T @ (yl / (1 + np.exp(yl * (X @ w)))) / n + lam * w
+        ws = np.zeros(d)
+        for _ in range(50):
+            p = 1 / (1 + np.exp(-yl * (X @ ws)))
+            H = (X.T * (p * (1 - p))) @ X / n + lam * np.eye(d)
+            ws -= np.linalg.solve(H, grad(ws))
+        # (1 + λ)-smooth: the class constant L = 1 + λ; the runs are compared after rescaling f by 1/(1 + λ)
+        s = 1.0 / (1.0 + lam)
+        w0 = ws + rng.standard_normal(d)
+        v = C.measure_value(pat, "convex", lambda w: s * f(w), lambda w: s * grad(w), w0, s * f(ws), ws)
+        runs.append(v)
+    assert max(runs) <= wc + TOL
+    wrong = C.solve(pat.shifted(1), "convex", 1.0, accept_inaccurate=True)
+    assert abs(wrong["worst_case"] - wc) > 10 * TOL  # measured: 0.10076 against 0.10145
+
+
+def test_certify_returns_checks_writes_the_file_and_labels_what_it_certifies(tmp_path):
+    import h5py
+    c = stale.certify(None, out=tmp_path / "c.h5", function_class="convex", **PD)
+    assert c["status"] == "optimal" and c["solver"] == "clarabel" and c["solver_flag"] == ""
+    assert c["worst_case"] >= c["lower_bound"] - TOL and c["lower_bound"] > 0
+    assert abs(c["duality_gap"]) < TOL and c["proof_remainder"] < TOL
+    assert c["certifies"].startswith("deterministic pattern")
+    with h5py.File(tmp_path / "c.h5") as f:
+        assert f.attrs["worst_case"] == c["worst_case"] and f["delays"].shape == (8, 2)
+    assert not (tmp_path / "c.h5.tmp").exists()
+
+
+def test_lower_bound_check_can_fail(monkeypatch):
+    """Positive control of the lower-bound check: a solver answer below a run of the same pattern
+    on a quadratic of the class (here the true certificate scaled by 0.1, every other check
+    passing) is refused in one line."""
+    real = C.solve
+
+    def too_small(*args, **kw):
+        r = real(*args, **kw)
+        r["worst_case"] *= 0.1
+        return r
+    monkeypatch.setattr(C, "solve", too_small)
+    with pytest.raises(stale.ConfigError, match="is below a run of the same pattern on a quadratic of the class"):
+        stale.certify(None, function_class="convex", **PD)
+
+
+def test_scs_agrees_loosely_and_a_too_loose_scs_is_refused():
+    pat = C.read_pattern(None, **PD)
+    ref = C.solve(pat, "convex", 1.0)["worst_case"]
+    scs = C.solve(pat, "convex", 1.0, solver="scs", tol=1e-3, solver_options={"eps": 1e-7, "max_iters": 200000})
+    assert "refused" not in scs, scs.get("refused")
+    assert scs["worst_case"] == pytest.approx(ref, abs=1e-3)
+    loose = C.solve(pat, "convex", 1.0, solver="scs", tol=1e-6, solver_options={"eps": 1e-1, "max_iters": 50})
+    assert "refused" in loose
+    with pytest.raises(stale.ConfigError, match="certificate refused"):
+        stale.certify(None, function_class="convex", solver="scs", tol=1e-6,
+                      solver_options={"eps": 1e-1, "max_iters": 50}, **PD)
+
+
+def test_bad_options_are_one_line_errors():
+    with pytest.raises(stale.ConfigError, match="function_class = 'concave'"):
+        stale.certify(None, function_class="concave", **PD)
+    with pytest.raises(stale.ConfigError, match="solver = 'mosek'"):
+        stale.certify(None, solver="mosek", **PD)
+    with pytest.raises(stale.ConfigError, match="strongly-convex needs mu > 0"):
+        stale.certify(None, function_class="strongly-convex", **PD)
