@@ -57,6 +57,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 
 import numpy as np
 
@@ -260,31 +261,42 @@ def build_pep(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, 
         return part.get_block(p, j) if part is not None else p
 
     w0 = problem.set_initial_point()
-    # blocks[k][j] = P_j w_k, by linearity from the partitioned leaves w_0 and the gradients
+    # blocks[v][j] = P_j w_v for v = 0 and the versions v that wrote block j, by linearity from
+    # the partitioned leaves w_0 and the gradients
     blocks = {0: [block(w0, j) for j in range(S)]}
-    oracle = {}  # read point (versions per block) → (gradient, value): a repeated point is one oracle call
+    # A read point is named by the version of each block it takes, canonicalised to the version
+    # that block last changed at (canon[v][j]). Two reads of equal points must be one oracle call:
+    # as two, the interpolation conditions between them force equal values and gradients by a
+    # pair of opposite inequalities, the SDP loses its interior and the solver stalls
+    # ("AlmostSolved", optimal_inaccurate)
+    canon = {0: (0,) * S}
+    oracle = {}  # canonical read point → (gradient, value)
 
     def call(versions):
-        if versions not in oracle:
-            x = blocks[versions[0]][0]
+        key = tuple(canon[v][j] for j, v in enumerate(versions))
+        if key not in oracle:
+            x = blocks[key[0]][0]
             for j in range(1, S):
-                x = x + blocks[versions[j]][j]
-            oracle[versions] = func.oracle(x)
-        return oracle[versions]
+                x = x + blocks[key[j]][j]
+            oracle[key] = func.oracle(x)
+        return key, oracle[key]
 
-    values, grads_sq = [], []
+    values, grads_sq, reads = [], [], set()
     for u, (k, s) in enumerate(zip(pattern.k, pattern.stages)):
         k, s = int(k), int(s)
-        g_w, f_w = call((k,) * S)
+        _, (g_w, f_w) = call((k,) * S)
         values.append(f_w)
-        grads_sq.append((int((pattern.k[u + 1] if u + 1 < len(pattern.k) else pattern.K) - k), g_w ** 2))
-        g, f_z = call(tuple(int(k - pattern.delays[u, j]) for j in range(S)))
-        values.append(f_z)
-        new = [blocks[k][j] - gamma * block(g, j) if s < 0 or s == j else blocks[k][j] for j in range(S)]
         k_next = int(pattern.k[u + 1]) if u + 1 < len(pattern.k) else pattern.K
+        grads_sq.append((k_next - k, g_w ** 2))
+        key, (g, f_z) = call(tuple(int(k - pattern.delays[u, j]) for j in range(S)))
+        reads.add(key)
+        values.append(f_z)
+        written = [s < 0 or s == j for j in range(S)]
+        blocks[k + 1] = [blocks[canon[k][j]][j] - gamma * block(g, j) if written[j] else None for j in range(S)]
+        # an sgd step spans S block updates over which the model does not change
         for kk in range(k + 1, k_next + 1):
-            blocks[kk] = new
-    g_K, f_K = call((pattern.K,) * S)
+            canon[kk] = tuple(k + 1 if written[j] else canon[k][j] for j in range(S))
+    _, (g_K, f_K) = call((pattern.K,) * S)
     f_0 = oracle[(0,) * S][1]
     if function_class == "nonconvex":
         if initial == "last":
@@ -309,7 +321,7 @@ def build_pep(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, 
         fs = func(xs)
         problem.set_initial_condition((w0 - xs) ** 2 <= 1)
         problem.set_performance_metric(f_K - fs)
-    return problem, {"oracle": oracle, "blocks": blocks, "block": block}
+    return problem, {"oracle": oracle, "reads": reads, "block": block}
 
 
 def _checks(problem, primal: float) -> dict:
@@ -342,8 +354,10 @@ def solve(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, solv
     problem, pts = build_pep(pattern, function_class, L, mu, measure, initial)
     t0 = time.perf_counter()
     try:
-        primal = problem.solve(wrapper="cvxpy", solver=solver.upper(), verbose=0, return_primal_or_dual="primal",
-                               **(solver_options or {}))
+        with warnings.catch_warnings():  # cvxpy's "Solution may be inaccurate": the status says it, and is checked
+            warnings.simplefilter("ignore", UserWarning)
+            primal = problem.solve(wrapper="cvxpy", solver=solver.upper(), verbose=0, return_primal_or_dual="primal",
+                                   **(solver_options or {}))
     except Exception as e:  # cvxpy's SolverError: the solver gave up
         raise ConfigError(f"certify: solver {solver} failed ({type(e).__name__}: {str(e).splitlines()[0]}); "
                           f"use solver=clarabel") from None
@@ -374,11 +388,11 @@ def solve(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, solv
     if "refused" not in res and function_class == "nonconvex" and measure == "mean":
         # G of the §3 bound at the worst-case instance: its largest block gradient at a read point
         G2 = 0.0
-        for versions, (g, _) in pts["oracle"].items():
-            if len(set(versions)) > 1 or versions[0] < pattern.K:
-                for j in range(pattern.S):
-                    v = pts["block"](g, j).eval()
-                    G2 = max(G2, float(v @ v))
+        for key in pts["reads"]:
+            g = pts["oracle"][key][0]
+            for j in range(pattern.S):
+                v = pts["block"](g, j).eval()
+                G2 = max(G2, float(v @ v))
         res["G_worst_sq"] = G2
     return res
 
@@ -497,3 +511,63 @@ def write_certificate(path, result: dict, config: dict) -> None:
         f.attrs["config"] = "\n".join(f"{k} = {v!r}" for k, v in sorted(config.items()))
         f.attrs["kind"] = "stale certificate"
     os.replace(tmp, path)
+
+
+def _cli_value(text: str):
+    """A key=value's value as the CLI reads it: a TOML value (8, 0.5, true, "x"), else the bare string."""
+    import tomllib
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def main(argv=None) -> int:
+    """`stale certify CONFIG [key=value ...] [options]` (scripts/certify.py; the C++ subcommand
+    src/cli/certify_command.cpp execs it): prints the certificate, writes it with --out; exit 2
+    with one line on bad input, a missing dependency or a refused certificate."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="stale certify", description="PEP worst case of a config's read pattern "
+                                "over a function class (docs/theory.md §12)")
+    p.add_argument("config", help="a TOML config, as `stale run` takes it ('-' for the defaults)")
+    p.add_argument("assign", nargs="*", metavar="key=value", help="config overrides, as `stale run` takes them")
+    p.add_argument("--class", dest="function_class", default="nonconvex", help=f"one of {', '.join(CLASSES)}")
+    p.add_argument("--L", type=float, default=1.0, help="smoothness constant of the class (default 1)")
+    p.add_argument("--mu", type=float, default=0.0, help="strong convexity (strongly-convex only)")
+    p.add_argument("--solver", default="clarabel", help="clarabel (default) or scs (flagged)")
+    p.add_argument("--seeds", type=int, default=None, help="certify the patterns of N seeds and report their max")
+    p.add_argument("--tol", type=float, default=None, help="tolerance of the trust checks (1e-6; scs 1e-3)")
+    p.add_argument("--accept-inaccurate", action="store_true",
+                   help="take status optimal_inaccurate when every independent check passes at --tol (flagged)")
+    p.add_argument("--out", "-o", default=None, help="HDF5 certificate file to write")
+    a = p.parse_args(argv)
+    overrides = {}
+    for item in a.assign:
+        if "=" not in item:
+            print(f"error: '{item}': overrides are key=value (e.g. method.updates=16)", file=sys.stderr)
+            return 2
+        k, v = item.split("=", 1)
+        overrides[k.strip()] = _cli_value(v.strip())
+    try:
+        c = certify(None if a.config == "-" else a.config, a.out, function_class=a.function_class, L=a.L, mu=a.mu,
+                    solver=a.solver, seeds=a.seeds, tol=a.tol, accept_inaccurate=a.accept_inaccurate, **overrides)
+    except ConfigError as e:
+        print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    print(f"certificate: {c['method']}, S = {c['S']}, K = {c['K']}, γ = {c['gamma']:g}, δ = {c['delta']}, "
+          f"class {c['function_class']} (L = {c['L']:g}{', μ = %g' % c['mu'] if c['mu'] else ''})")
+    print(f"  certifies: {c['certifies']}")
+    print(f"  worst case of {c['measure']}: {c['worst_case']:.6g}   (runs on quadratics of the class: "
+          f"{c['lower_bound']:.6g})")
+    if "bound" in c:
+        print(f"  §3 bound at these constants (G² = {c['G_worst_sq']:.4g} of the worst case): "
+              f"{c['bound']:.6g} = 2SΔ₀/(γK) {c['bound_opt']:.4g} + γ²L²δ²G² {c['bound_stale']:.4g} "
+              f"(with the stochastic term γSLG²: {c['bound_full']:.6g})")
+    print(f"  solver {c['solver']}{' [' + c['solver_flag'] + ']' if c['solver_flag'] else ''}, status {c['status']}, "
+          f"{c['solve_seconds']:.2f} s, Gram {c['gram_size']}×{c['gram_size']}, {c['constraints']} constraints; "
+          f"checks within tol = {c['tol']:g}: gap {c['duality_gap']:.1e}, proof remainder {c['proof_remainder']:.1e}, "
+          f"primal violation {c['primal_violation']:.1e}, min eig Gram {c['gram_min_eig']:.1e}")
+    if a.out:
+        print(f"  written: {a.out}")
+    return 0

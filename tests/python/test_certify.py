@@ -159,3 +159,27 @@ def test_bad_options_are_one_line_errors():
         stale.certify(None, solver="mosek", **PD)
     with pytest.raises(stale.ConfigError, match="strongly-convex needs mu > 0"):
         stale.certify(None, function_class="strongly-convex", **PD)
+
+
+def test_missing_dependency_names_the_install(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "PEPit", None)  # import PEPit now raises ImportError
+    with pytest.raises(stale.ConfigError, match=r'pip install "stale\[certify\]"'):
+        stale.certify(None, **PD)
+
+
+def test_command_line_prints_writes_and_refuses_in_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    script = os.path.join(root, "scripts", "certify.py")
+    args = [f"{k}={v}" for k, v in PD.items()]
+    ok = subprocess.run([sys.executable, script, "-", *args, "--class", "convex", "--out", str(tmp_path / "c.h5")],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "worst case of f(w_K) − f_* per unit ‖w_0 − w_*‖²: 0.1014" in ok.stdout and (tmp_path / "c.h5").exists()
+    bad = subprocess.run([sys.executable, script, "-", "method.name=pipedream-nostash", "objective.stages=2",
+                          "method.updates=8"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("error: method.name = pipedream-nostash")
