@@ -32,7 +32,10 @@ Python", Math. Program. Comput. 16):
   measure (1/K) Σ_{k<K} ‖∇f(w_k)‖² (an sgd step counts S block updates, w constant over them),
   the left side of the §3 bound of [RPD] (Ilin & Richtárik 2026, arXiv 2606.03498);
 - ``convex`` (μ = 0) and ``strongly-convex`` (μ > 0): f L-smooth, μ-strongly convex, measure
-  f(w_K) − f_* with ‖w_0 − w_*‖² ≤ 1.
+  f(w_K) − f_* with ‖w_0 − w_*‖² ≤ 1;
+- ``block-smooth-convex``: f convex and L-smooth along each block (coordinate descent's class,
+  PEPit's BlockSmoothConvexFunctionCheap: necessary interpolation conditions only, so an upper
+  bound), the same measure; there for the comparison with PEPit's cyclic coordinate descent.
 
 Both measures are homogeneous: the value is "per unit Δ₀" and "per unit ‖w_0 − w_*‖²".
 
@@ -63,7 +66,7 @@ import numpy as np
 
 from ._stale import ConfigError
 
-CLASSES = ("nonconvex", "convex", "strongly-convex")
+CLASSES = ("nonconvex", "convex", "strongly-convex", "block-smooth-convex")
 SOLVERS = ("clarabel", "scs")
 INSTALL = 'pip install "stale[certify]" (or: pip install pepit cvxpy clarabel scs)'
 # methods whose updates are one gradient at one read point: fresh reads (sgd, bcd), a delay model
@@ -249,13 +252,19 @@ def build_pep(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, 
     from PEPit.functions import SmoothFunction, SmoothStronglyConvexFunction, SmoothConvexFunction
     S, gamma = pattern.S, pattern.gamma
     problem = PEP()
+    part = problem.declare_block_partition(d=S) if S > 1 else None
     if function_class == "nonconvex":
         func = problem.declare_function(SmoothFunction, L=L)
+    elif function_class == "block-smooth-convex":
+        # convex and L-smooth along each block (coordinate descent's class); PEPit's "Cheap"
+        # conditions are necessary, not sufficient, for interpolation: the value is an upper bound
+        from PEPit.functions import BlockSmoothConvexFunctionCheap
+        func = problem.declare_function(BlockSmoothConvexFunctionCheap, L=[L] * S, partition=part or
+                                        problem.declare_block_partition(d=1))
     elif function_class == "convex" and mu == 0:
         func = problem.declare_function(SmoothConvexFunction, L=L)
     else:
         func = problem.declare_function(SmoothStronglyConvexFunction, mu=mu, L=L)
-    part = problem.declare_block_partition(d=S) if S > 1 else None
 
     def block(p, j):
         return part.get_block(p, j) if part is not None else p

@@ -43,6 +43,22 @@ def test_gradient_descent_convex_equals_pepit_example():
     assert r["worst_case"] == pytest.approx(theory, abs=1e-6)  # L/(4n + 2) (Drori & Teboulle)
 
 
+@pytest.mark.parametrize("S, K, strict", [(2, 4, True), (3, 6, False)])
+def test_cyclic_coordinate_descent_equals_pepit_example(S, K, strict):
+    """S blocks, δ = 0, cyclic order, γ = 1/L over the block-smooth convex class is PEPit's cyclic
+    coordinate descent example. The pattern is built here (no executor method draws a cyclic
+    order with fresh reads); S = 3, K = 6 ends "optimal_inaccurate" in Clarabel, PEPit's own
+    example too, so it is compared with the independent checks deciding at tol 1e-4."""
+    from PEPit.examples.unconstrained_convex_minimization.cyclic_coordinate_descent import wc_cyclic_coordinate_descent
+    k = np.arange(K)
+    pat = C.Pattern(np.zeros((K, S), dtype=np.int64), k % S, k, S, K, 1.0, None)
+    r = C.solve(pat, "block-smooth-convex", 1.0, tol=TOL if strict else 1e-4, accept_inaccurate=not strict)
+    ref, _ = wc_cyclic_coordinate_descent(L=[1.0] * S, n=K, wrapper="cvxpy", solver="CLARABEL", verbose=-1)
+    assert "refused" not in r, r.get("refused")
+    assert (r["status"] == "optimal") == strict
+    assert r["worst_case"] == pytest.approx(ref, abs=1e-6)  # measured: within 1e-9 of it
+
+
 def test_pattern_is_the_executors_and_independent_of_the_objective():
     """The certificate's reads are the run's: Run.delays / metrics `stage` of the config's own
     objective equal those of the probe quadratic (separate seeded streams, theory.md §2)."""
