@@ -128,6 +128,37 @@ def test_runs_never_exceed_the_certificate_and_a_wrong_pattern_differs():
     assert abs(wrong["worst_case"] - wc) > 10 * TOL  # measured: 0.10076 against 0.10145
 
 
+def test_nonconvex_runs_never_exceed_the_certificate():
+    """The nonconvex class: 50 convex quadratics and 20 nonconvex f = quadratic + β Σ cos(w_i)
+    (L-smooth with L = 1: λ_max(H) ≤ 1 − β; f_low = −β d ≤ inf f, so Δ₀ = f(w₀) − f_low ≥ the true
+    gap), run with RPD's seed-0 pattern at constant δ = 2, stay below its certificate."""
+    pat = C.read_pattern(None, **{"method.name": "rpd", "delay.name": "constant", "delay.max": 2,
+                                  "objective.stages": 2, "method.updates": 8, "method.lr": 0.5})
+    assert pat.delta == 2
+    r = C.solve(pat, "nonconvex", 1.0)
+    assert "refused" not in r, r.get("refused")
+    wc = r["worst_case"]
+    rng = np.random.default_rng(7)
+    runs = []
+    for i in range(70):
+        d = 6
+        beta = 0.0 if i < 50 else 0.3
+        q = C.random_quadratic(d, 1.0 - beta, 0.0, rng)
+        H, a = q["H"], q["w_star"]
+
+        def f(w, H=H, a=a, beta=beta):
+            return 0.5 * (w - a) @ H @ (w - a) + beta * np.cos(w).sum()
+
+        def grad(w, H=H, a=a, beta=beta):
+            return H @ (w - a) - beta * np.sin(w)
+        w0 = a + 2 * rng.standard_normal(d)
+        runs.append(C.measure_value(pat, "nonconvex", f, grad, w0, None, f_low=-beta * d))
+    assert max(runs) <= wc + TOL
+    assert max(runs) > 0.1 * wc
+    wrong = C.solve(pat.shifted(1), "nonconvex", 1.0, accept_inaccurate=True, tol=1e-4)
+    assert abs(wrong["worst_case"] - wc) > 10 * TOL
+
+
 def test_certify_returns_checks_writes_the_file_and_labels_what_it_certifies(tmp_path):
     import h5py
     c = stale.certify(None, out=tmp_path / "c.h5", function_class="convex", **PD)
