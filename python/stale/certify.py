@@ -57,7 +57,6 @@ Clarabel is the default solver; SCS only on request, and flagged in the result.
 """
 from __future__ import annotations
 
-import math
 import os
 import time
 import warnings
@@ -69,8 +68,6 @@ from ._stale import ConfigError
 CLASSES = ("nonconvex", "convex", "strongly-convex", "block-smooth-convex")
 SOLVERS = ("clarabel", "scs")
 INSTALL = 'pip install "stale[certify]" (or: pip install pepit cvxpy clarabel scs)'
-# methods whose updates are one gradient at one read point: fresh reads (sgd, bcd), a delay model
-# (rpd), and schedules that stash weights without accumulating (pipedream, pipedream-capped)
 
 
 def _need_pepit():

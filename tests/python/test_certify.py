@@ -59,6 +59,16 @@ def test_cyclic_coordinate_descent_equals_pepit_example(S, K, strict):
     assert r["worst_case"] == pytest.approx(ref, abs=1e-6)  # measured: within 1e-9 of it
 
 
+def test_sgd_steps_are_gradient_descent():
+    """An sgd step writes every block (stage −1) and counts S block updates: K = 8, S = 2 is 4
+    steps of gradient descent, L/(4n + 2) = 1/18 at γ = 1/L (PEPit's convex example)."""
+    pat = C.read_pattern(None, **{"method.name": "sgd", "objective.stages": 2, "method.updates": 8, "method.lr": 1.0})
+    assert list(pat.stages) == [-1] * 4 and list(pat.k) == [0, 2, 4, 6]
+    r = C.solve(pat, "convex", 1.0)
+    assert "refused" not in r
+    assert r["worst_case"] == pytest.approx(1 / 18, abs=1e-7)
+
+
 def test_pattern_is_the_executors_and_independent_of_the_objective():
     """The certificate's reads are the run's: Run.delays / metrics `stage` of the config's own
     objective equal those of the probe quadratic (separate seeded streams, theory.md §2)."""
@@ -230,3 +240,14 @@ def test_command_line_prints_writes_and_refuses_in_one_line(tmp_path):
                           "method.updates=8"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("error: method.name = pipedream-nostash")
+
+
+def test_max_over_seeds_is_labelled_and_is_the_max():
+    ov = {"method.name": "rpd", "delay.name": "uniform", "delay.max": 2, "objective.stages": 2, "method.updates": 8,
+          "method.lr": 0.5}
+    c = stale.certify(None, function_class="convex", seeds=2, tol=1e-4, accept_inaccurate=True, **ov)
+    assert c["seeds"] == [0, 1] and c["worst_case"] == max(c["worst_case_per_seed"])
+    assert c["certifies"].startswith("max over 2 sampled patterns") and "not an expectation" in c["certifies"]
+    one = stale.certify(None, function_class="convex", tol=1e-4, accept_inaccurate=True, **ov)
+    assert one["certifies"].startswith("realised pattern of seed 0")
+    assert one["worst_case"] == pytest.approx(c["worst_case_per_seed"][0], abs=1e-9)
