@@ -251,3 +251,12 @@ def test_max_over_seeds_is_labelled_and_is_the_max():
     one = stale.certify(None, function_class="convex", tol=1e-4, accept_inaccurate=True, **ov)
     assert one["certifies"].startswith("realised pattern of seed 0")
     assert one["worst_case"] == pytest.approx(c["worst_case_per_seed"][0], abs=1e-9)
+
+
+def test_strongly_convex_is_a_subclass():
+    """μ-strongly convex functions are convex: the worst case over them is at most the convex one
+    (measured: 0.0830 at μ = 0.1 against 0.1015), and above runs on quadratics with spectrum in [μ, L]."""
+    s = stale.certify(None, function_class="strongly-convex", mu=0.1, **PD)
+    c = stale.certify(None, function_class="convex", **PD)
+    assert s["status"] == "optimal" and s["lower_bound"] > 0
+    assert s["lower_bound"] <= s["worst_case"] < c["worst_case"] - 1e-3
