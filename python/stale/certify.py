@@ -30,7 +30,8 @@ Python", Math. Program. Comput. 16):
 - ``nonconvex``: f L-smooth, f(w_0) − f(p) ≤ Δ₀ = 1 at every point p the PEP evaluates (a
   relaxation of f(w_0) − inf f ≤ Δ₀, so the value is an upper bound for that class too);
   measure (1/K) Σ_{k<K} ‖∇f(w_k)‖² (an sgd step counts S block updates, w constant over them),
-  the left side of the §3 bound of [RPD] (Ilin & Richtárik 2026, arXiv 2606.03498);
+  the left side of the §3 bound of [RPD] (Ilin & Richtárik 2026, arXiv 2606.03498); optionally
+  (G) with §3's assumption ‖∇_j f(z_k)‖ ≤ G at every read point and block;
 - ``convex`` (μ = 0) and ``strongly-convex`` (μ > 0): f L-smooth, μ-strongly convex, measure
   f(w_K) − f_* with ‖w_0 − w_*‖² ≤ 1;
 - ``block-smooth-convex``: f convex and L-smooth along each block (coordinate descent's class,
@@ -57,6 +58,7 @@ Clarabel is the default solver; SCS only on request, and flagged in the result.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 import warnings
@@ -158,20 +160,22 @@ def read_pattern(config=None, *, L=1.0, mu=0.0, seed=None, **overrides) -> Patte
     return Pattern(delays, stages, starts, S, K, float(r.config["method.lr"]), r)
 
 
-def replay(pattern: Pattern, grad, w0, f=None):
+def replay(pattern: Pattern, grad, w0):
     """Run the pattern's method in numpy on the gradient oracle `grad`: the iterates w_k at every
-    update's start and at the end, and the read points z_k (a slow, obviously correct twin of the
-    PEP's dynamics, used by the lower-bound check and the soundness tests)."""
+    update's start, the last one, and the largest squared block gradient ‖P_j ∇f(z_k)‖² at a read
+    point (§3's G²) (a slow, obviously correct twin of the PEP's dynamics, used by the
+    lower-bound check and the soundness tests)."""
     S = pattern.S
     n = w0.size
     cuts = np.linspace(0, n, S + 1).round().astype(int) if n % S else np.arange(0, n + 1, n // S)
     hist = {0: w0.copy()}
     w = w0.copy()
-    ws = []
+    ws, g2 = [], 0.0
     for u, (k, s) in enumerate(zip(pattern.k, pattern.stages)):
         ws.append(w.copy())
         z = np.concatenate([hist[k - pattern.delays[u, j]][cuts[j]:cuts[j + 1]] for j in range(S)])
         g = grad(z)
+        g2 = max(g2, max(float(g[cuts[j]:cuts[j + 1]] @ g[cuts[j]:cuts[j + 1]]) for j in range(S)))
         w = w.copy()
         if s < 0:
             w -= pattern.gamma * g
@@ -180,17 +184,20 @@ def replay(pattern: Pattern, grad, w0, f=None):
         k_next = pattern.k[u + 1] if u + 1 < len(pattern.k) else pattern.K
         for kk in range(k + 1, k_next + 1):
             hist[kk] = w  # an sgd step: the model is the same over its S block updates
-    return ws, w
+    return ws, w, g2
 
 
-def measure_value(pattern: Pattern, function_class: str, f, grad, w0, f_star, w_star=None, f_low=None) -> float:
+def measure_value(pattern: Pattern, function_class: str, f, grad, w0, f_star, w_star=None, f_low=None,
+                  with_G=False):
     """The certificate's measure of one run (normalised as the PEP is): nonconvex
-    (1/K)Σ_k ‖∇f(w_k)‖² / (f(w_0) − f_low); convex f(w_K) − f_* over ‖w_0 − w_*‖²."""
-    ws, wK = replay(pattern, grad, w0)
+    (1/K)Σ_k ‖∇f(w_k)‖² / (f(w_0) − f_low); convex f(w_K) − f_* over ‖w_0 − w_*‖². with_G: also
+    the run's G² in the same unit (per f(w_0) − f_low), to tell whether it is in the class with G."""
+    ws, wK, g2 = replay(pattern, grad, w0)
     if function_class == "nonconvex":
         weights = np.diff(np.append(pattern.k, pattern.K))
         total = sum(wt * float(grad(w) @ grad(w)) for wt, w in zip(weights, ws))
-        return total / pattern.K / (f(w0) - (f_star if f_low is None else f_low))
+        delta0 = f(w0) - (f_star if f_low is None else f_low)
+        return (total / pattern.K / delta0, g2 / delta0) if with_G else total / pattern.K / delta0
     return (f(wK) - f_star) / float((w0 - w_star) @ (w0 - w_star))
 
 
@@ -206,12 +213,15 @@ def random_quadratic(d: int, L: float, mu: float, rng) -> dict:
             "f_star": 0.0}
 
 
-def lower_bound(pattern: Pattern, function_class: str, L: float, mu: float, trials: int = 8, seed: int = 0):
+def lower_bound(pattern: Pattern, function_class: str, L: float, mu: float, trials: int = 8, seed: int = 0,
+                G: float | None = None):
     """The largest measured value of the method, same pattern, on quadratics of the class: the
-    executor's own run (it ran on a spectrum quadratic of the class) and `trials` numpy replays."""
+    executor's own run (it ran on a spectrum quadratic of the class) and `trials` numpy replays.
+    With G (nonconvex): only replays whose G² per unit Δ₀ is at most G² count, on quadratics
+    with λ_max ≤ G²/2.2 (‖∇f‖² ≤ 2λ_max f for a convex quadratic keeps most of them inside)."""
     r = pattern.run
     values = {}
-    if r is not None:
+    if r is not None and G is None:
         m = r.metrics
         rows = m[m["k"] < pattern.K]
         if function_class == "nonconvex":
@@ -226,12 +236,18 @@ def lower_bound(pattern: Pattern, function_class: str, L: float, mu: float, tria
             values["executor run (spectrum quadratic)"] = float(m["subopt"].iloc[-1]) / dist
     rng = np.random.default_rng(seed)
     d = 3 * pattern.S
-    best = 0.0
+    best, inside = 0.0, 0
     for _ in range(trials):
-        q = random_quadratic(d, L, mu, rng)
+        q = random_quadratic(d, L if G is None else min(L, G * G / 2.2), mu, rng)
         w0 = q["w_star"] + rng.standard_normal(d)
-        best = max(best, measure_value(pattern, function_class, q["f"], q["grad"], w0, 0.0, q["w_star"]))
-    values[f"numpy replay, max of {trials} random quadratics"] = best
+        if G is None:
+            best = max(best, measure_value(pattern, function_class, q["f"], q["grad"], w0, 0.0, q["w_star"]))
+            inside += 1
+            continue
+        v, g2 = measure_value(pattern, function_class, q["f"], q["grad"], w0, 0.0, q["w_star"], with_G=True)
+        if g2 <= G * G:
+            best, inside = max(best, v), inside + 1
+    values[f"numpy replay, max of {inside} random quadratics in the class"] = best
     return max(values.values()), values
 
 
@@ -241,7 +257,7 @@ def _probe_keys(r) -> dict:
 
 
 def build_pep(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, measure: str = "mean",
-              initial: str = "all"):
+              initial: str = "all", G: float | None = None):
     """The PEP of the pattern (module docstring). measure "mean" is the certificate's; "min"
     (min_{k≤K} ‖∇f(w_k)‖²) with initial "last" (f(w_0) − f(w_K) ≤ 1) is PEPit's own
     nonconvex gradient-descent example, kept for the known-value test. Returns (problem, points)."""
@@ -304,6 +320,12 @@ def build_pep(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, 
             canon[kk] = tuple(k + 1 if written[j] else canon[k][j] for j in range(S))
     _, (g_K, f_K) = call((pattern.K,) * S)
     f_0 = oracle[(0,) * S][1]
+    if G is not None:
+        # §3's assumption, in the unit of the normalisation Δ₀ = 1: ‖∇_j f(z_k)‖ ≤ G at every
+        # read point and block (the theorem asks it of the sampled block gradients it uses)
+        for key in reads:
+            for j in range(S):
+                problem.add_constraint(block(oracle[key][0], j) ** 2 <= G * G)
     if function_class == "nonconvex":
         if initial == "last":
             problem.set_initial_condition(f_0 - f_K <= 1)
@@ -360,7 +382,7 @@ CLARABEL_RETRIES = ({}, {"static_regularization_constant": 1e-7}, {"max_step_fra
 
 def solve(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, solver: str = "clarabel",
           tol: float = 1e-6, solver_options: dict | None = None, measure: str = "mean", initial: str = "all",
-          accept_inaccurate: bool = False) -> dict:
+          accept_inaccurate: bool = False, G: float | None = None) -> dict:
     """Build and solve one PEP; the trust checks on the solver's answer (not the lower bound).
     Clarabel without solver_options tries CLARABEL_RETRIES in turn and keeps the first answer
     that passes every check (else the last one, refused)."""
@@ -370,7 +392,8 @@ def solve(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, solv
     for options in ladder:
         t0 = time.perf_counter()
         try:
-            res = _solve_once(pattern, function_class, L, mu, solver, tol, options, measure, initial, accept_inaccurate)
+            res = _solve_once(pattern, function_class, L, mu, solver, tol, options, measure, initial, accept_inaccurate,
+                              G)
         except ConfigError as e:
             error, res = e, None
             spent += time.perf_counter() - t0
@@ -384,8 +407,9 @@ def solve(pattern: Pattern, function_class: str, L: float, mu: float = 0.0, solv
     return res
 
 
-def _solve_once(pattern, function_class, L, mu, solver, tol, solver_options, measure, initial, accept_inaccurate):
-    problem, pts = build_pep(pattern, function_class, L, mu, measure, initial)
+def _solve_once(pattern, function_class, L, mu, solver, tol, solver_options, measure, initial, accept_inaccurate,
+                G=None):
+    problem, pts = build_pep(pattern, function_class, L, mu, measure, initial, G)
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():  # cvxpy's "Solution may be inaccurate": the status says it, and is checked
@@ -443,14 +467,16 @@ def paper_bound(S, K, gamma, L, delta, G2, Delta0=1.0) -> dict:
 def certify(config=None, out=None, *, function_class: str = "nonconvex", L: float = 1.0, mu: float = 0.0,
             solver: str = "clarabel", seeds: int | None = None, tol: float | None = None,
             solver_options: dict | None = None, lower_bound_trials: int = 8, accept_inaccurate: bool = False,
-            **overrides) -> dict:
+            G: float | None = None, **overrides) -> dict:
     """Certify the worst case of the configured method over a function class (module docstring).
 
     config, **overrides: as stale.run's (method, delay model or schedule, S, K = method.updates,
     γ = method.lr, seed). function_class: nonconvex | convex | strongly-convex (μ > 0); L, μ: the
     class's constants. solver: clarabel (default) or scs (flagged). seeds: None = the realised
     pattern of the config's seed; N = the max over the patterns of seeds seed..seed+N−1. tol: the
-    trust checks' tolerance (default 1e-6; 1e-3 for scs). accept_inaccurate: take a solver status
+    trust checks' tolerance (default 1e-6; 1e-3 for scs). G (nonconvex only): add §3's assumption
+    ‖∇_j f(z_k)‖ ≤ G at every read point, in units where Δ₀ = 1 (G² ≤ 2LΔ₀ always holds: a
+    larger G changes nothing); the bound then uses this G. accept_inaccurate: take a solver status
     "optimal_inaccurate" when every independent check passes at tol (flagged in `status`).
     out: an HDF5 certificate file.
     Returns a dict; a certificate that fails a check raises stale.ConfigError in one line.
@@ -466,6 +492,9 @@ def certify(config=None, out=None, *, function_class: str = "nonconvex", L: floa
         raise ConfigError("function_class = strongly-convex needs mu > 0 (mu=0 is the class convex)")
     if function_class != "strongly-convex" and mu != 0:
         raise ConfigError(f"mu = {mu}: only function_class = strongly-convex reads mu; set it or drop mu")
+    if G is not None and (function_class != "nonconvex" or not G > 0):
+        raise ConfigError(f"G = {G}: the bounded block gradient is an assumption of the nonconvex class; give G > 0 "
+                          f"with function_class=nonconvex, or drop G")
     if tol is None:
         tol = 1e-3 if solver == "scs" else 1e-6
     if seeds is not None and (int(seeds) != seeds or seeds < 1):
@@ -477,12 +506,12 @@ def certify(config=None, out=None, *, function_class: str = "nonconvex", L: floa
     per_seed = []
     for s in seed_list:
         pat = first if s == base else read_pattern(config, L=L, mu=mu, seed=s, **rest)
-        res = solve(pat, function_class, L, mu, solver, tol, solver_options, accept_inaccurate=accept_inaccurate)
+        res = solve(pat, function_class, L, mu, solver, tol, solver_options, accept_inaccurate=accept_inaccurate, G=G)
         method = pat.run.config["method.name"]
         if "refused" in res:
             raise ConfigError(f"certify: {method}, seed {pat.run.config['seed']}: certificate refused: {res['refused']} "
                               f"(solver {solver}{', try solver=clarabel' if solver == 'scs' else ''})")
-        lb, lb_parts = lower_bound(pat, function_class, L, mu, trials=lower_bound_trials)
+        lb, lb_parts = lower_bound(pat, function_class, L, mu, trials=lower_bound_trials, G=G)
         res["lower_bound"], res["lower_bound_parts"] = lb, lb_parts
         if res["worst_case"] < lb - tol * max(1.0, lb):
             raise ConfigError(f"certify: {method}: certificate refused: worst case {res['worst_case']:.6g} is below a run "
@@ -520,8 +549,11 @@ def certify(config=None, out=None, *, function_class: str = "nonconvex", L: floa
         # term is §3's for random stage draws and mini-batches, which a fixed-pattern,
         # full-gradient certificate does not have: `bound` is the deterministic sum
         # bound_opt + bound_stale, `bound_full` adds it (docs/theory.md §12)
-        b = paper_bound(pat.S, pat.K, pat.gamma, L, pat.delta, top["G_worst_sq"])
+        b = paper_bound(pat.S, pat.K, pat.gamma, L, pat.delta, top["G_worst_sq"] if G is None else G * G)
         result.update(b)
+        result["G"] = G if G is not None else math.nan
+        result["G_source"] = ("given: ‖∇_j f(z_k)‖ ≤ G is a constraint of the PEP" if G is not None else
+                              "the worst-case instance's largest block gradient at a read point")
         result["bound_full"] = b["bound"]
         result["bound"] = b["bound_opt"] + b["bound_stale"]
         result["G_worst_sq"] = top["G_worst_sq"]
@@ -572,6 +604,8 @@ def main(argv=None) -> int:
     p.add_argument("--L", type=float, default=1.0, help="smoothness constant of the class (default 1)")
     p.add_argument("--mu", type=float, default=0.0, help="strong convexity (strongly-convex only)")
     p.add_argument("--solver", default="clarabel", help="clarabel (default) or scs (flagged)")
+    p.add_argument("--G", type=float, default=None,
+                   help="nonconvex: add §3's ‖∇_j f(z_k)‖ ≤ G at every read point (units of Δ₀ = 1)")
     p.add_argument("--seeds", type=int, default=None, help="certify the patterns of N seeds and report their max")
     p.add_argument("--tol", type=float, default=None, help="tolerance of the trust checks (1e-6; scs 1e-3)")
     p.add_argument("--accept-inaccurate", action="store_true",
@@ -587,7 +621,8 @@ def main(argv=None) -> int:
         overrides[k.strip()] = _cli_value(v.strip())
     try:
         c = certify(None if a.config == "-" else a.config, a.out, function_class=a.function_class, L=a.L, mu=a.mu,
-                    solver=a.solver, seeds=a.seeds, tol=a.tol, accept_inaccurate=a.accept_inaccurate, **overrides)
+                    solver=a.solver, seeds=a.seeds, tol=a.tol, accept_inaccurate=a.accept_inaccurate, G=a.G,
+                    **overrides)
     except ConfigError as e:
         print(f"error: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -597,7 +632,8 @@ def main(argv=None) -> int:
     print(f"  worst case of {c['measure']}: {c['worst_case']:.6g}   (runs on quadratics of the class: "
           f"{c['lower_bound']:.6g})")
     if "bound" in c:
-        print(f"  §3 bound at these constants (G² = {c['G_worst_sq']:.4g} of the worst case): "
+        G2 = c["G"] ** 2 if c["G"] == c["G"] else c["G_worst_sq"]
+        print(f"  §3 bound at these constants (G² = {G2:.4g}, {c['G_source']}): "
               f"{c['bound']:.6g} = 2SΔ₀/(γK) {c['bound_opt']:.4g} + γ²L²δ²G² {c['bound_stale']:.4g} "
               f"(with the stochastic term γSLG²: {c['bound_full']:.6g})")
     print(f"  solver {c['solver']}{' [' + c['solver_flag'] + ']' if c['solver_flag'] else ''}, status {c['status']}, "

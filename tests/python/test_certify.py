@@ -81,7 +81,7 @@ def test_pattern_is_the_executors_and_independent_of_the_objective():
     # the numpy twin reproduces the executor's iterates on its probe quadratic
     o = stale.objective(None, **{k: v for k, v in pat.run.config.items() if k.startswith(("objective.", "seed"))})
     X, y = o["X"], o["y"]
-    ws, wK = C.replay(pat, lambda w: X.T @ (X @ w - y) / X.shape[0], pat.run.iterates[0])
+    ws, wK, _ = C.replay(pat, lambda w: X.T @ (X @ w - y) / X.shape[0], pat.run.iterates[0])
     assert np.abs(np.array(ws + [wK]) - pat.run.iterates).max() < 1e-12
 
 
@@ -260,3 +260,29 @@ def test_strongly_convex_is_a_subclass():
     c = stale.certify(None, function_class="convex", **PD)
     assert s["status"] == "optimal" and s["lower_bound"] > 0
     assert s["lower_bound"] <= s["worst_case"] < c["worst_case"] - 1e-3
+
+
+def test_bounded_block_gradient_binds_and_runs_in_its_class_stay_below():
+    """§3's ‖∇_j f(z_k)‖ ≤ G as a PEP constraint (units of Δ₀ = 1): G² = 0.5 lowers the worst case
+    (the constraint binds: a positive control that it is imposed), the worst-case instance
+    respects it, the bound is evaluated with the given G, and runs on quadratics inside the class
+    (their G² per unit Δ₀ ≤ 0.5) stay below the certificate."""
+    ov = {"method.name": "rpd", "delay.name": "constant", "delay.max": 2, "objective.stages": 2,
+          "method.updates": 8, "method.lr": 0.5}
+    free = stale.certify(None, **ov)
+    c = stale.certify(None, G=0.5 ** 0.5, tol=1e-4, accept_inaccurate=True, **ov)
+    assert c["worst_case"] < free["worst_case"] - 1e-2
+    assert c["G_worst_sq"] <= 0.5 + 1e-4
+    assert c["bound_stale"] == pytest.approx(0.5 ** 2 * 2 ** 2 * 0.5)  # γ² L² δ² G²
+    pat = C.read_pattern(None, **ov)
+    rng = np.random.default_rng(3)
+    inside = []
+    for _ in range(60):
+        q = C.random_quadratic(6, 0.25, 0.0, rng)
+        v, g2 = C.measure_value(pat, "nonconvex", q["f"], q["grad"], q["w_star"] + rng.standard_normal(6), 0.0,
+                                with_G=True)
+        if g2 <= 0.5:
+            inside.append(v)
+    assert len(inside) >= 20 and max(inside) <= c["worst_case"] + 1e-4
+    with pytest.raises(stale.ConfigError, match="G = 1.0: the bounded block gradient"):
+        stale.certify(None, function_class="convex", G=1.0, **PD)
