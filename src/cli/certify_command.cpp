@@ -50,9 +50,9 @@ int run_certify_command() {
   const std::string script = find_certify_script();
   // the script's own dependency check names a missing PEPit/cvxpy/clarabel in one line (exit 2)
   std::vector<std::string> args{python};
+  // the installed package; with -c, sys.argv[1:] is exactly the arguments appended below
   if (script.empty())
-    args.insert(args.end(), {"-c", "import sys, importlib; sys.exit(importlib.import_module('stale.certify').main())",
-                             "certify"});  // the installed package
+    args.insert(args.end(), {"-c", "import sys, importlib; sys.exit(importlib.import_module('stale.certify').main())"});
   else
     args.push_back(script);
   for (const auto& a : g_certify->remaining()) args.push_back(a);
