@@ -3,9 +3,9 @@ case of a performance measure over a whole function class, for the read pattern 
 executor runs (issue 46; docs/theory.md §12).
 
     import stale
-    c = stale.certify("experiments/quickstart.toml", function_class="nonconvex", L=1.0,
-                      **{"method.updates": 16, "objective.stages": 4, "delay.name": "constant"})
-    c["worst_case"], c["bound"], c["status"], c["checks"]
+    c = stale.certify(None, function_class="convex", L=1.0, out="pd.cert.h5",
+                      **{"method.name": "pipedream", "objective.stages": 2, "method.updates": 8, "method.lr": 0.5})
+    c["worst_case"], c["lower_bound"], c["status"], c["certifies"]   # 0.1015, 0.0253, 'optimal', ...
 
 **The method as a PEP.** A run of K block updates reads, at update k, block j of the model as it
 was d_kj block updates earlier, and writes block s_k (s_k = −1: every block, an sgd step):
@@ -27,8 +27,9 @@ conditions as PEPit implements them, Goujaud, Moucer, Glineur, Hendrickx, Taylor
 2024, "PEPit: computer-assisted worst-case analyses of first-order optimization methods in
 Python", Math. Program. Comput. 16):
 
-- ``nonconvex``: f L-smooth, f(w_0) − f(p) ≤ Δ₀ = 1 at every point p the PEP evaluates (a
-  relaxation of f(w_0) − inf f ≤ Δ₀, so the value is an upper bound for that class too);
+- ``nonconvex``: f L-smooth, f(p) − ‖∇f(p)‖²/(2L) ≥ f(w_0) − Δ₀ (Δ₀ = 1) at every point p the
+  PEP evaluates — what inf f ≥ f(w_0) − Δ₀ implies there, so a relaxation of that class and the
+  value an upper bound on its worst case;
   measure (1/K) Σ_{k<K} ‖∇f(w_k)‖² (an sgd step counts S block updates, w constant over them),
   the left side of the §3 bound of [RPD] (Ilin & Richtárik 2026, arXiv 2606.03498); optionally
   (G) with §3's assumption ‖∇_j f(z_k)‖ ≤ G at every read point and block;
@@ -47,10 +48,11 @@ certifies the patterns of N seeds and reports their maximum ("max over N sampled
 bound for those N patterns only). Neither is an expectation over the draws.
 
 **Trust checks** (every value reported passed them, else stale.ConfigError in one line): the
-solver's status is "optimal"; the primal Gram matrix and the dual residual matrix are PSD and
+solver's status is "optimal" (or, with accept_inaccurate, "optimal_inaccurate", flagged, when
+the rest pass; Clarabel is retried with CLARABEL_RETRIES first); the primal Gram matrix and the dual residual matrix are PSD and
 the primal constraints hold, the inequality multipliers are ≥ 0 and PEPit's proof
-reconstruction leaves no remainder, each within `tol`; the primal and dual values agree within
-`tol` (relative to max(1, value)); and the certified value is at least the measured value of
+reconstruction leaves no remainder, and the primal and dual values agree, each within `tol`
+times max(1, value); and the certified value is at least the measured value of
 runs of the same method, same pattern, on quadratics of the class (the executor's own run on a
 `spectrum` quadratic with eigenvalues in [max(μ, 10⁻³L), L], plus numpy replays on random
 rotated quadratics): a worst case below an instance of its class is wrong.
