@@ -240,8 +240,12 @@ def main(argv=None):
     md += ["", "## What this does not show", "",
            "- A certificate is for one pattern. Max over sampled seeds: `stale certify … --seeds N`.",
            "- The first table's pattern is seed 0's realised RPD block order, not issue 46's (see its section).",
-           "- The bounded-gradient class (‖∇_s f‖ ≤ G as a PEP constraint), AutoLyap's infinite horizon and the "
-           "counter-example round trip are not done (issue 46 remains open for them).", "",
+           "- §3's bounded block gradient as a PEP constraint exists (`stale.certify(..., G=…)`, `--G`) but is not "
+           "swept here; the rows above leave G free and evaluate the bound at the worst-case instance's own G².",
+           "- Every row is a Clarabel `optimal_inaccurate` answer accepted by the independent checks at tol 10⁻³; "
+           "none is a δ-law (one pattern per δ, fewer than the audits' 5 points per fit).",
+           "- AutoLyap's infinite horizon, the counter-example round trip, THEORY.md's certified column and sweep "
+           "index columns are not done (issue 46 remains open for them).", "",
            f"Figure: `results/certificates.png`. Command: `{command.strip()}`."]
     md_path = os.path.join(a.out, "CERTIFICATES.md")
     with open(md_path, "w", encoding="utf-8") as f:
