@@ -242,7 +242,8 @@ def main(argv=None):
            "- The first table's pattern is seed 0's realised RPD block order, not issue 46's (see its section).",
            "- §3's bounded block gradient as a PEP constraint exists (`stale.certify(..., G=…)`, `--G`) but is not "
            "swept here; the rows above leave G free and evaluate the bound at the worst-case instance's own G².",
-           "- Every row is a Clarabel `optimal_inaccurate` answer accepted by the independent checks at tol 10⁻³; "
+           "- Every row of the δ and reference tables is a Clarabel `optimal_inaccurate` answer accepted by the "
+           "independent checks at tol 10⁻³; "
            "none is a δ-law (one pattern per δ, fewer than the audits' 5 points per fit).",
            "- AutoLyap's infinite horizon, the counter-example round trip, THEORY.md's certified column and sweep "
            "index columns are not done (issue 46 remains open for them).", "",
