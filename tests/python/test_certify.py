@@ -286,3 +286,12 @@ def test_bounded_block_gradient_binds_and_runs_in_its_class_stay_below():
     assert len(inside) >= 20 and max(inside) <= c["worst_case"] + 1e-4
     with pytest.raises(stale.ConfigError, match="G = 1.0: the bounded block gradient"):
         stale.certify(None, function_class="convex", G=1.0, **PD)
+
+
+def test_status_check_refuses_an_inaccurate_answer_by_default():
+    """Positive control of the status check: S = 3, K = 6 cyclic coordinate descent ends
+    "optimal_inaccurate" in Clarabel under every retry; the strict default refuses it, naming the status."""
+    k = np.arange(6)
+    pat = C.Pattern(np.zeros((6, 3), dtype=np.int64), k % 3, k, 3, 6, 1.0, None)
+    r = C.solve(pat, "block-smooth-convex", 1.0)
+    assert r["status"] == "optimal_inaccurate" and "solver status 'optimal_inaccurate'" in r["refused"]
