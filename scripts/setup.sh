@@ -39,4 +39,12 @@ if [[ ${STALE_TORCH:-1} != 0 ]] && ! python3 -c "import torch" 2>/dev/null; then
   python3 -m pip install "${torch_args[@]}" 2>/dev/null || python3 -m pip install --break-system-packages "${torch_args[@]}" ||
     echo "setup: warning: torch could not be installed; stale.torch's tests will report skipped" >&2
 fi
+# PEPit + cvxpy + Clarabel + SCS for stale.certify and its tests (tests/python/test_certify.py,
+# skipped without them; pyproject's extra [certify]); STALE_CERTIFY=0 skips this
+if [[ ${STALE_CERTIFY:-1} != 0 ]] && ! python3 -c "import PEPit, cvxpy, clarabel, scs" 2>/dev/null; then
+  echo "setup: installing pepit cvxpy clarabel scs" >&2
+  python3 -m pip install -q pepit cvxpy clarabel scs 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages pepit cvxpy clarabel scs ||
+    echo "setup: warning: pepit/cvxpy could not be installed; the certificate tests will report skipped" >&2
+fi
 echo "setup: dependencies present" >&2

@@ -11,6 +11,7 @@
     stale.stability(cfg, lr=[0.01, 0.02])                              # ρ and γ_max
     stale.objective(cfg)["X"], stale.objective(cfg)["f_star"]           # the data and constants
     stale.components("methods"), stale.keys("delay"), stale.schema()    # stale list / keys / schema
+    stale.certify(cfg, function_class="nonconvex", L=1.0)              # PEP worst case of the read pattern
     stale.analysis.choose(...), stale.analysis.fit_exponent(x, y)        # the scripts' analysis layer
 
 A config is a TOML file path, or a dict (nested sections or dotted keys); overrides are keyword
@@ -23,6 +24,7 @@ from .results import Run, load, load_sweep
 from .api import components, keys, objective, run, schedule, schema, stability, sweep, Schedule
 from .model import StageModel, batch_offsets
 from . import analysis
+from .certify import certify  # needs the extra [certify] (PEPit, cvxpy) only when called
 
-__all__ = ["ConfigError", "Run", "Schedule", "StageModel", "analysis", "batch_offsets", "components", "keys", "load", "load_sweep", "objective", "run", "schedule", "schema", "stability", "sweep",
+__all__ = ["ConfigError", "Run", "Schedule", "StageModel", "analysis", "batch_offsets", "certify", "components", "keys", "load", "load_sweep", "objective", "run", "schedule", "schema", "stability", "sweep",
            "__version__", "cpu_target", "git_sha", "toolchain"]

@@ -1,4 +1,4 @@
-// The `stale` command line: run, sweep, schedule, report, sample, stability, info, keys, list, schema
+// The `stale` command line: run, sweep, schedule, report, certify, sample, stability, info, keys, list, schema
 // (docs/design.md "Command line"). User errors (bad config, missing file, a command line CLI11
 // cannot parse) print one line on stderr and exit 2; internal errors exit 3.
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <new>
 
 #include "src/backend/backend.hpp"
+#include "src/cli/certify_command.hpp"
 #include "src/cli/keys_command.hpp"
 #include "src/cli/list_command.hpp"
 #include "src/cli/report_command.hpp"
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
   add_schedule_command(app);
   add_sweep_command(app);
   add_report_command(app);
+  add_certify_command(app);
   add_sample_command(app);
   add_list_command(app);
   add_stability_command(app);
@@ -177,6 +179,7 @@ int main(int argc, char** argv) {
       return stop_requested() ? interrupted_exit_code() : rc;
     }
     if (app.got_subcommand("report")) return run_report_command();
+    if (app.got_subcommand("certify")) return run_certify_command();
     if (app.got_subcommand("sample")) return run_sample_command();
     if (app.got_subcommand("list")) return run_list_command();
     if (app.got_subcommand("stability")) return run_stability_command();
