@@ -242,6 +242,23 @@ def test_command_line_prints_writes_and_refuses_in_one_line(tmp_path):
     assert bad.stderr.startswith("error: method.name = pipedream-nostash")
 
 
+def test_stale_certify_runs_the_script_through_the_command_layer(stale_bin, tmp_path):
+    """`stale certify` (src/cli/certify_command.cpp) execs scripts/certify.py: the same line, the
+    same file, the same one-line refusal with exit code 2"""
+    import subprocess
+    cfg = tmp_path / "pd.toml"
+    cfg.write_text("".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in {"seed": 0}.items())
+                   + "[objective]\nname = \"quadratic\"\nstages = 2\n[method]\nname = \"pipedream\"\nlr = 0.5\nupdates = 8\n")
+    ok = subprocess.run([stale_bin, "certify", str(cfg), "--class", "convex", "--out", str(tmp_path / "c.h5")],
+                        capture_output=True, text=True)
+    if "certify" in ok.stderr and "unknown" in ok.stderr.lower():
+        pytest.skip(f"{stale_bin} has no certify command (built before it)")
+    assert ok.returncode == 0, ok.stderr
+    assert "per unit ‖w_0 − w_*‖²: 0.1014" in ok.stdout and (tmp_path / "c.h5").exists()
+    bad = subprocess.run([stale_bin, "certify", str(cfg), "method.name=pipedream-nostash"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "pipedream-nostash" in bad.stderr
+
+
 def test_max_over_seeds_is_labelled_and_is_the_max():
     ov = {"method.name": "rpd", "delay.name": "uniform", "delay.max": 2, "objective.stages": 2, "method.updates": 8,
           "method.lr": 0.5}
