@@ -807,7 +807,7 @@ def verdicts(par, sp_tables, mem, best_rows=()):
         any_gt1 = any(r["speedup"] > 1 for r in allr)
         v = "reproduced" if all_gt1 else "reproduced under conditions" if any_gt1 else "not reproduced"
         L.append(f"| 3. time-to-accuracy up to 1.69× (1.83× at a = 8, 1.48× at a = 16); ideal (a + S − 1)/a | **{v}** | "
-                 + summary + "; ".join(parts) + f". Measured/ideal ratio {min(near):.2f}–{max(near):.2f}. |")
+                 + summary + "; ".join(parts) + f". Measured/ideal ratio {min(near):.2f}–{max(near):.2f} over these rows |")
     # 4 a < S-1
     small = [v["ratio"] for k, v in par.items() if k[2] < S - 1]
     large = [v["ratio"] for k, v in par.items() if k[2] >= S - 1]
