@@ -73,7 +73,10 @@ def tightness_verdict(worst, bound_term, name):
     gap = bound_term["exponent"] - worst["exponent"]
     rule = (f"{worst['points']} points, ≥ 5: the audits' rule met" if worst["rule_met"]
             else f"only {worst['points']} points, < 5: the audits' rule NOT met")
-    if abs(gap) <= 0.25:
+    if worst["max_log_residual"] > 0.2:
+        word = (f"but the worst case is not one power law in {name} (largest log residual "
+                f"{worst['max_log_residual']:.2f}): its exponent is a trend only, compare the values row by row")
+    elif abs(gap) <= 0.25:
         word = "the same exponent: the bound's growth is tight"
     elif gap > 0:
         word = "the bound grows faster than the worst case: not tight"

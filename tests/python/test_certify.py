@@ -348,6 +348,9 @@ def test_tightness_verdict_says_tight_only_where_the_exponents_agree():
     assert "tight" in T.tightness_verdict(square, square, "S") and "not tight" not in T.tightness_verdict(square, square, "S")
     assert "faster than the bound" in T.tightness_verdict(square, flat, "γ")
     assert "NOT met" in T.tightness_verdict(T.descriptive_exponent(x[:3], x[:3]), square, "S")
+    # a U-shaped worst case (as in γ) is not described by its slope: the verdict says so
+    u = T.descriptive_exponent(x, (x - 3) ** 2 + 0.5)
+    assert "not one power law" in T.tightness_verdict(u, square, "γ")
 
 
 def test_pipedream_stage_sweep_rows_certify_and_exceed_the_runs():
