@@ -3,12 +3,14 @@
 (issue 46; docs/theory.md §12): for S blocks, γ, K and constant delays δ, the certified worst
 case of (1/K)Σ_{k<K}‖∇f(w_k)‖² per unit Δ₀ over L-smooth functions, the bound's value at the
 same constants, and the largest measured value of the same pattern on quadratics of the class;
-the exponent of the worst case in δ (descriptive: a least-squares slope, not a law); PipeDream's
-own pattern; and the solve time against K and S. Writes results/CERTIFICATES.md and
-results/certificates.png.
+the worst case against γ at a fixed pattern (γL = 1/16 … 1, δ = 2) and against S with PipeDream's
+own table (S = 2 … 8, K = 4S); the exponent of each (descriptive: a least-squares slope over
+deterministic points, no interval; the ≥ 5-point rule counted); and the solve time against K and
+S. Writes results/CERTIFICATES.md and results/certificates.png (≈ 6–9 minutes on 2 shared cores).
 
     python3 scripts/certify_tightness.py                      # S = 4, γ = 1/2, K = 16, δ ∈ {0,1,2,3,4,6,8}
-    python3 scripts/certify_tightness.py --deltas 0,3 --no-timing --out /tmp/c   # a quick look
+    python3 scripts/certify_tightness.py --deltas 0,3 --gammas 0.5,1 --pd-stages 2,3 --no-timing \
+        --no-reference --out /tmp/c                           # a quick look (≈ 20 s)
 
 Needs the package stale and its extra [certify] (PEPit, cvxpy, Clarabel) and matplotlib.
 """
