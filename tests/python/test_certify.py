@@ -312,3 +312,52 @@ def test_status_check_refuses_an_inaccurate_answer_by_default():
     pat = C.Pattern(np.zeros((6, 3), dtype=np.int64), k % 3, k, 3, 6, 1.0, None)
     r = C.solve(pat, "block-smooth-convex", 1.0)
     assert r["status"] == "optimal_inaccurate" and "solver status 'optimal_inaccurate'" in r["refused"]
+
+
+def _tightness():
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+    return importlib.import_module("certify_tightness")
+
+
+def test_descriptive_exponent_recovers_a_power_law_and_counts_points():
+    """scripts/certify_tightness.py's fit of the worst case against δ, γ and S: exact on a·x^p,
+    with the ≥ 5-point rule of the audits counted, and non-positive points left out (not fitted)"""
+    T = _tightness()
+    x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    f = T.descriptive_exponent(x, 3 * x ** 2)
+    assert f["exponent"] == pytest.approx(2.0, abs=1e-12) and f["prefactor"] == pytest.approx(3.0, rel=1e-12)
+    assert f["points"] == 5 and f["rule_met"] and f["max_log_residual"] < 1e-12
+    # positive control: one point moved off the law changes the slope and shows in the residual
+    y = 3 * x ** 2
+    y[-1] *= 4
+    g = T.descriptive_exponent(x, y)
+    assert g["exponent"] > 2.2 and g["max_log_residual"] > 0.3
+    # four positive points: fitted, but the rule is not met; fewer than 2: no fit
+    h = T.descriptive_exponent(x, np.array([0.0, 1.0, 2.0, 4.0, 8.0]))
+    assert h["points"] == 4 and not h["rule_met"] and h["exponent"] == pytest.approx(1.0, abs=1e-12)
+    assert T.descriptive_exponent([1.0, 2.0], [1.0, -1.0])["exponent"] is None
+
+
+def test_tightness_verdict_says_tight_only_where_the_exponents_agree():
+    T = _tightness()
+    x = np.arange(1.0, 6.0)
+    flat, square = T.descriptive_exponent(x, 0 * x + 1), T.descriptive_exponent(x, x ** 2)
+    assert "not tight" in T.tightness_verdict(flat, square, "δ") and "rule met" in T.tightness_verdict(flat, square, "δ")
+    assert "tight" in T.tightness_verdict(square, square, "S") and "not tight" not in T.tightness_verdict(square, square, "S")
+    assert "faster than the bound" in T.tightness_verdict(square, flat, "γ")
+    assert "NOT met" in T.tightness_verdict(T.descriptive_exponent(x[:3], x[:3]), square, "S")
+    # a U-shaped worst case (as in γ) is not described by its slope: the verdict says so
+    u = T.descriptive_exponent(x, (x - 3) ** 2 + 0.5)
+    assert "not one power law" in T.tightness_verdict(u, square, "γ")
+
+
+def test_pipedream_stage_sweep_rows_certify_and_exceed_the_runs():
+    """The S sweep's smallest point (pipedream's own table, S = 2, K = 4S = 8) through the script's
+    one(): a certified value at or above every run on quadratics (the lower-bound check), δ = 3"""
+    T = _tightness()
+    r = T.one("pd S=2", {"method.name": "pipedream", "objective.stages": 2, "method.updates": 8, "method.lr": 0.5})
+    assert "refused" not in r, r.get("refused")
+    assert r["delta"] == 3 and r["worst_case"] >= r["lower_bound"] - T.TOL
+    assert r["bound"] > r["worst_case"]  # 5.5 against 0.656 (results/CERTIFICATES.md)

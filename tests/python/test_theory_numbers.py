@@ -23,7 +23,15 @@ def test_a_changed_number_or_a_missing_file_fails_naming_its_row(tmp_path):
     changed.write_text(text.replace("largest upper bound ÷ bound 0.012", "largest upper bound ÷ bound 0.019"),
                        encoding="utf-8")
     r = script("check_theory_numbers.py", "--theory", changed)
-    assert r.returncode == 1 and "row 2: 0.019 is in none of audit_informative.md, audit_nonconvex.md" in r.stdout
+    assert r.returncode == 1 and ("row 2: 0.019 is in none of CERTIFICATES.md, audit_informative.md, "
+                                  "audit_nonconvex.md") in r.stdout
+    # the certified worst case beside the bound (rows 2, 5, 6 quote results/CERTIFICATES.md): a changed one fails too
+    assert "the deterministic bound is 8.38–395.1× the worst case" in text
+    cert = tmp_path / "cert.md"
+    cert.write_text(text.replace("the deterministic bound is 8.38–395.1× the worst case",
+                                 "the deterministic bound is 8.38–359.1× the worst case"), encoding="utf-8")
+    r = script("check_theory_numbers.py", "--theory", cert)
+    assert r.returncode == 1 and "row 6: 359.1 is in none of CERTIFICATES.md, audit_stages_regime.md" in r.stdout
     gone = tmp_path / "gone.md"
     gone.write_text(text.replace("(results/audit_tuned_rate.md)", "(results/no_such_audit.md)"), encoding="utf-8")
     r = script("check_theory_numbers.py", "--theory", gone)
