@@ -68,7 +68,8 @@ std::vector<std::string> cost_settings(const Config& cfg) {
   };
   const int64_t seed = cfg.get_int("costs.seed") >= 0 ? cfg.get_int("costs.seed") : cfg.get_int("seed");
   return {"forward=" + list("costs.forward"), "backward=" + list("costs.backward"), "weight=" + list("costs.weight"),
-          "latency=" + num(cfg.get_float("costs.latency")), "jitter=" + num(cfg.get_float("costs.jitter")),
+          "overlap=" + num(cfg.get_float("costs.overlap")), "latency=" + num(cfg.get_float("costs.latency")),
+          "jitter=" + num(cfg.get_float("costs.jitter")),
           "straggler_prob=" + num(cfg.get_float("costs.straggler_prob")),
           "straggler_slowdown=" + num(cfg.get_float("costs.straggler_slowdown")),
           "pareto_alpha=" + num(cfg.get_float("costs.pareto_alpha")), "seed=" + std::to_string(seed)};

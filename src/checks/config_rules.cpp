@@ -28,7 +28,7 @@ const std::set<std::string> kAlwaysRead = {
 // itself (only then can durations follow the run's state: costs.coupling)
 void add_cost_keys(const Config& cfg, bool executes, std::set<std::string>& read) {
   static const std::set<std::string> kConditional = {"costs.coupling", "costs.coupling_scale", "costs.pareto_alpha",
-                                                     "costs.straggler_slowdown"};
+                                                     "costs.straggler_slowdown", "costs.overlap"};
   for (const auto& spec : config_schema())
     if (spec.key.rfind("costs.", 0) == 0 && !kConditional.count(spec.key)) read.insert(spec.key);
   const bool straggles = cfg.get_float("costs.straggler_prob") > 0;
@@ -55,6 +55,7 @@ void add_schedule_keys(const Config& cfg, const std::string& schedule, bool exec
   if (s.accumulates) read.insert("method.accumulation");
   if (s.replicated) read.insert({"method.replicas", "method.local_steps"});
   if (s.chunked) read.insert("method.chunks");
+  if (s.overlapped_pairs) read.insert("costs.overlap");
   add_cost_keys(cfg, executes, read);
 }
 
@@ -86,7 +87,7 @@ std::string readers_of(const Config& cfg, const std::string& key) {
     add("costs.straggler_prob > 0");
   } else if (key == "costs.straggler_slowdown" && cfg.get_float("costs.pareto_alpha") > 0) {
     add("costs.pareto_alpha = 0 (a Pareto tail replaces the fixed slowdown)");
-  } else if (key.rfind("costs.", 0) == 0 || key == "method.microbatches") {
+  } else if ((key.rfind("costs.", 0) == 0 && key != "costs.overlap") || key == "method.microbatches") {
     add("the schedule-driven methods and rpd over a schedule");
   } else {
     for (const auto& e : MethodRegistry::entries()) {

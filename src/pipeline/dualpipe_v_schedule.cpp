@@ -30,6 +30,7 @@
 #include <deque>
 #include <utility>
 
+#include "src/config/config.hpp"
 #include "src/pipeline/schedule_builder.hpp"
 
 namespace stale::detail {
@@ -112,7 +113,18 @@ const bool registered = ScheduleRegistry::add({.name = "dualpipev",
     .summary = "DualPipeV: 2 chunks per device in a V, overlapped F&B pairs, B/W split at the ends, flush (DeepSeek-V3)",
     .rank = 87, .flush = true, .split_backward = true, .accumulates = true, .v_shape = true,
     .default_accumulation = "2S (the least DualPipeV takes: one micro-batch per chunk)", .min_microbatches_per_device = 2,
-    .make = make_dualpipe_v});
+    .overlapped_pairs = true, .make = make_dualpipe_v});
+
+// the pair's overlap as a run's key (the cost model's `overlap`): declared here, beside the one
+// schedule that has pairs, so that a run of any other method refuses it as unread and, at its
+// default, it is left out of a sweep run's name (no existing run is renamed)
+// (below 1 in a run: at 1 a pair's F may take no time, and a zero-length op cannot be ordered
+// against its consumer on the next device of the V; `stale schedule --costs overlap=1` simulates it)
+const bool keys = add_component_keys({keys::FloatBelow(
+    "costs.overlap", 0.0,
+    "dualpipev: the share of an F&B pair's shorter part hidden by the overlap: the pair's F costs "
+    "t_F − overlap · min(t_F, t_B + t_W) (0 = no overlap; below 1)",
+    0.0, 1.0)});
 
 }  // namespace
 

@@ -125,6 +125,8 @@ struct ScheduleInfo {
   // every mini-batch needs at least this many micro-batches per device (dualpipev: 2, one per
   // chunk); when set, it is also the default accumulation (× S)
   int min_microbatches_per_device = 0;
+  // runs F&B pairs (an F flagged op_flag::Overlap) whose duration costs.overlap sets (dualpipev)
+  bool overlapped_pairs = false;
   // the generator; parameters arrive validated, with every default filled in
   Schedule (*make)(const ScheduleParams&) = nullptr;
 };
