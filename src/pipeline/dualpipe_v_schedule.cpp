@@ -45,7 +45,6 @@ Schedule make_dualpipe_v(const ScheduleParams& p) {
   const int64_t M = s.microbatches, m = s.accumulation;
   // every mini-batch has n >= 2S micro-batches (resolve() checks min_microbatches_per_device)
   ProgramBuilder out(s, 6 * M);
-  s.inflight_bound.assign(S, 0);
   for (int d = 0; d < S; ++d) {
     const int block[2] = {d, 2 * S - 1 - d};
     for (int64_t first = 0; first < M; first += m) {
@@ -97,14 +96,7 @@ Schedule make_dualpipe_v(const ScheduleParams& p) {
     }
   }
   out.finish();
-  // the bound is what the programs hold (F until W): recounted here, checked by the invariants test
-  for (int d = 0; d < S; ++d) {
-    int64_t live = 0;
-    for (const Op& op : s.program(d)) {
-      if (op.kind == OpKind::Forward) s.inflight_bound[d] = std::max(s.inflight_bound[d], ++live);
-      if (op.kind == OpKind::Weight) --live;
-    }
-  }
+  count_inflight(s);
   flag_flush(s, m);
   return s;
 }

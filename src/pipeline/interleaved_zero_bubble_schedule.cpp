@@ -52,15 +52,7 @@ Schedule make_interleaved_zero_bubble(const ScheduleParams& p) {
     }
   }
   out.finish();
-  // the activations each program holds (F until W), recounted: the bound the invariants test checks
-  s.inflight_bound.assign(S, 0);
-  for (int d = 0; d < S; ++d) {
-    int64_t live = 0;
-    for (const Op& op : s.program(d)) {
-      if (op.kind == OpKind::Forward) s.inflight_bound[d] = std::max(s.inflight_bound[d], ++live);
-      if (op.kind == OpKind::Weight) --live;
-    }
-  }
+  count_inflight(s);
   flag_flush(s, m);
   return s;
 }

@@ -2,6 +2,7 @@
 // parameter checks, and the helpers the generators share.
 #include "src/pipeline/schedule.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -195,6 +196,17 @@ void flag_every(Schedule& s, int a) {
     if (op.kind != g) continue;
     const int64_t c = ++count[op.block];
     if (c % a == 0 || c == s.microbatches) op.flags |= op_flag::Update;
+  }
+}
+
+void count_inflight(Schedule& s) {
+  s.inflight_bound.assign(s.stages, 0);
+  for (int d = 0; d < s.stages; ++d) {
+    int64_t live = 0;
+    for (const Op& op : s.program(d)) {
+      if (op.kind == OpKind::Forward) s.inflight_bound[d] = std::max(s.inflight_bound[d], ++live);
+      if (op.kind == OpKind::Weight) --live;
+    }
   }
 }
 

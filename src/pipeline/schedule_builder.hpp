@@ -52,6 +52,10 @@ void flag_every(Schedule& s, int a);
 // Flags an optimizer step on the last gradient op of each block in every mini-batch of m
 // micro-batches (flush schedules: all reads of a mini-batch see the same version).
 void flag_flush(Schedule& s, int64_t m);
+// Sets inflight_bound to what each device's program holds at most: activations from F until
+// their W (split-backward schedules whose programs are built op by op: the invariants test
+// checks the bound against the simulation)
+void count_inflight(Schedule& s);
 
 // Asynchronous 1F1B on the slot clock of docs/theory.md §4: each op takes one slot and may start
 // only when its dependencies finished in an earlier slot; a stage runs an op whenever one is
